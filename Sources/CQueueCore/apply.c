@@ -1,0 +1,139 @@
+/*
+ * cq_apply_f. The range is cut into chunks (about 16 per worker) taken with one atomic add
+ * each; the caller and up to workers-1 helper items take chunks until none are left. The
+ * context is reference counted: helpers that start after the caller has returned (their
+ * workers were busy) find no chunk and just drop their reference, so the caller never waits
+ * for a helper that has not started — only for chunks in progress.
+ */
+#include <stdlib.h>
+
+#include <cqueuecore/apply.h>
+
+#include "apply_internal.h"
+#include "diag_internal.h"
+#include "parker_internal.h"
+#include "pool_internal.h"
+#include "queue_internal.h"
+#include "task_internal.h"
+
+struct apply {
+    _Atomic size_t next CQ_CACHE_ALIGNED; /* first iteration of the next chunk */
+    _Atomic size_t done CQ_CACHE_ALIGNED; /* iterations completed */
+    _Atomic uint32_t refs;                /* the caller and every helper not yet finished */
+    struct cq__event finished;            /* signalled by whoever completes the last chunk */
+    size_t iterations;
+    size_t chunk;
+    cq_apply_function_t function;
+    void *context;
+};
+
+static void participate(struct apply *a)
+{
+    const size_t n = a->iterations, chunk = a->chunk;
+    for (;;) {
+        size_t start = cq__add(&a->next, chunk, relaxed);
+        if (start >= n) {
+            return;
+        }
+        size_t end = start + chunk < n ? start + chunk : n;
+        for (size_t i = start; i < end; i++) {
+            a->function(a->context, i);
+        }
+        /* acq_rel: our iterations happen-before whoever sees the total (then the caller) */
+        if (cq__add(&a->done, end - start, acq_rel) + (end - start) == n) {
+            cq__event_signal(&a->finished);
+        }
+    }
+}
+
+static void apply_release(struct apply *a)
+{
+    if (cq__sub(&a->refs, 1, acq_rel) == 1) {
+        free(a);
+    }
+}
+
+void cq__apply_invoke(struct cq__item *it)
+{
+    struct cq__task *t = (struct cq__task *)it;
+    struct apply *a = t->context;
+    cq__task_free(t);
+    participate(a);
+    apply_release(a);
+}
+
+/* Whether some queue along q's chain runs one task at a time. */
+static bool chain_is_serial(struct cq_queue_s *q)
+{
+    for (; q; q = q->target) {
+        if (cq__queue_is_exclusive(q)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+struct serial_apply {
+    size_t iterations;
+    cq_apply_function_t function;
+    void *context;
+};
+
+static void serial_loop(void *ctx)
+{
+    struct serial_apply *s = ctx;
+    for (size_t i = 0; i < s->iterations; i++) {
+        s->function(s->context, i);
+    }
+}
+
+static void caller_participates(void *ctx)
+{
+    participate(ctx);
+}
+
+void cq_apply_f(size_t iterations, cq_queue_t q, void *ctx, cq_apply_function_t fn)
+{
+    cq__queue_check(q, "cq_apply_f");
+    if (fn == NULL) {
+        cq__crash("cq_apply_f: NULL function");
+    }
+    if (iterations == 0) {
+        return;
+    }
+    uint32_t workers = cq__pool_workers();
+    if (chain_is_serial(q) || iterations == 1 || workers == 1) {
+        struct serial_apply s = {iterations, fn, ctx};
+        cq_sync_f(q, &s, serial_loop);
+        return;
+    }
+    size_t pieces = (size_t)workers * 16;
+    size_t chunk = iterations / pieces ? iterations / pieces : 1;
+    size_t chunks = (iterations + chunk - 1) / chunk;
+    uint32_t helpers = workers - 1;
+    if (helpers > chunks - 1) {
+        helpers = (uint32_t)(chunks - 1);
+    }
+    struct apply *a = aligned_alloc(CQ_CACHELINE, sizeof *a);
+    if (a == NULL) {
+        cq__crash("cq_apply_f: out of memory");
+    }
+    atomic_init(&a->next, 0);
+    atomic_init(&a->done, 0);
+    atomic_init(&a->refs, helpers + 1);
+    cq__event_init(&a->finished);
+    a->iterations = iterations;
+    a->chunk = chunk;
+    a->function = fn;
+    a->context = ctx;
+    for (uint32_t h = 0; h < helpers; h++) {
+        struct cq__task *t = cq__task_alloc();
+        cq__item_init(&t->item, CQ__ITEM_APPLY, 0);
+        t->context = a;
+        cq__queue_push(q, &t->item, CQ__PUSH_TAIL);
+    }
+    /* The caller takes part "on" q: a sync holds one unit of a custom queue's width. */
+    cq_sync_f(q, a, caller_participates);
+    cq__event_wait(&a->finished);
+    apply_release(a);
+}

@@ -1,0 +1,258 @@
+/*
+ * Groups (see group_internal.h for the state word).
+ */
+#include "group_internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+
+#include "diag_internal.h"
+#include "parker_internal.h"
+#include "pool_internal.h"
+#include "queue_internal.h"
+#include "task_internal.h"
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+               "the generation futex is the upper half of the state word");
+
+struct cq__group_notify {
+    struct cq__group_notify *next;
+    struct cq_queue_s *queue; /* holds an internal reference */
+    void *context;
+    cq_function_t function;
+};
+
+static void group_dispose(struct cq__object *o);
+
+static const struct cq__class group_class = {
+    .magic = CQ__CLASS_MAGIC,
+    .kind = CQ__KIND_GROUP,
+    .name = "group",
+    .dispose = group_dispose,
+};
+
+static inline struct cq_group_s *group_check(cq_group_t g, const char *call)
+{
+    if (cq__unlikely(g == NULL || g->obj.cls != &group_class)) {
+        cq__object_check(g, CQ__KIND_GROUP, call);
+    }
+    return g;
+}
+
+static inline _Atomic uint32_t *gen_word(struct cq_group_s *g)
+{
+    return (_Atomic uint32_t *)((char *)&g->state + 4);
+}
+
+cq_group_t cq_group_create(void)
+{
+    struct cq_group_s *g = aligned_alloc(CQ_CACHELINE, sizeof *g);
+    if (g == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    cq__object_init(&g->obj, &group_class);
+    atomic_init(&g->state, 0);
+    pthread_mutex_init(&g->notify_lock, NULL);
+    g->notify_head = g->notify_tail = NULL;
+    return g;
+}
+
+static void group_dispose(struct cq__object *o)
+{
+    struct cq_group_s *g = (struct cq_group_s *)o;
+    cq_function_t fin = g->obj.finalizer;
+    void *ctx = g->obj.context;
+    pthread_mutex_destroy(&g->notify_lock);
+    g->obj.cls = NULL;
+    free(g);
+    if (fin) {
+        cq_async_f(&cq__root_queues[CQ__PRIO_DEFAULT], ctx, fin);
+    }
+}
+
+static inline void enter(struct cq_group_s *g)
+{
+    uint64_t s = cq__add(&g->state, CQ__GS_COUNT_ONE, relaxed);
+    if (cq__unlikely(CQ__GS_COUNT(s) == 0)) {
+        cq__ref_retain(&g->obj); /* the reference a non-zero count holds */
+    } else if (cq__unlikely(CQ__GS_COUNT(s) == CQ__GS_COUNT_MASK >> 2)) {
+        cq__crash("cq_group_enter: too many outstanding enters on group %p", (void *)g);
+    }
+}
+
+void cq_group_enter(cq_group_t g)
+{
+    enter(group_check(g, "cq_group_enter"));
+}
+
+/* The group just became empty (our leave saw `old` with WAITERS or NOTIFY set). */
+static CQ_NOINLINE void group_wake(struct cq_group_s *g, uint64_t old)
+{
+    struct cq__group_notify *list = NULL;
+    uint64_t s = cq__load(&g->state, relaxed), n;
+    if (old & CQ__GS_NOTIFY) {
+        pthread_mutex_lock(&g->notify_lock);
+        do {
+            n = (s & ~(CQ__GS_WAITERS | CQ__GS_NOTIFY)) + CQ__GS_GEN_ONE;
+        } while (!cq__cas_weak(&g->state, &s, n, acq_rel));
+        list = g->notify_head;
+        g->notify_head = g->notify_tail = NULL;
+        pthread_mutex_unlock(&g->notify_lock);
+    } else {
+        /* Only waiters: leave NOTIFY alone, a notifier may be registering for a re-entered
+         * group. */
+        do {
+            n = (s & ~CQ__GS_WAITERS) + CQ__GS_GEN_ONE;
+        } while (!cq__cas_weak(&g->state, &s, n, acq_rel));
+    }
+    if (s & CQ__GS_WAITERS) {
+        cq__futex_wake(gen_word(g), INT_MAX);
+    }
+    while (list) {
+        struct cq__group_notify *next = list->next;
+        cq_async_f(list->queue, list->context, list->function);
+        cq__ref_release(&list->queue->obj);
+        free(list);
+        list = next;
+    }
+}
+
+static inline void leave(struct cq_group_s *g)
+{
+    /* release: the work done before leaving happens-before a waiter that sees the group empty */
+    uint64_t s = cq__sub(&g->state, CQ__GS_COUNT_ONE, release);
+    uint32_t count = CQ__GS_COUNT(s);
+    if (cq__likely(count > 1)) {
+        return;
+    }
+    if (cq__unlikely(count == 0)) {
+        cq__crash("cq_group_leave: unbalanced call on group %p (leave without a matching enter)",
+                  (void *)g);
+    }
+    if (s & (CQ__GS_WAITERS | CQ__GS_NOTIFY)) {
+        group_wake(g, s);
+    }
+    cq__ref_release(&g->obj); /* the count's reference; may free g */
+}
+
+void cq_group_leave(cq_group_t g)
+{
+    leave(group_check(g, "cq_group_leave"));
+}
+
+void cq__group_task_done(struct cq_group_s *g)
+{
+    leave(g);
+}
+
+void cq_group_async_f(cq_group_t g, cq_queue_t q, void *ctx, cq_function_t fn)
+{
+    group_check(g, "cq_group_async_f");
+    cq__queue_check(q, "cq_group_async_f");
+    if (cq__unlikely(fn == NULL)) {
+        cq__crash("cq_group_async_f: NULL function");
+    }
+    enter(g);
+    struct cq__task *t = cq__task_alloc();
+    cq__item_init(&t->item, CQ__ITEM_TASK, 0);
+    t->function = fn;
+    t->context = ctx;
+    t->group = g;
+    cq__queue_push(q, &t->item, CQ__PUSH_TAIL);
+}
+
+static bool is_task_of(struct cq__item *it, void *g)
+{
+    return it->kind == CQ__ITEM_TASK && ((struct cq__task *)it)->group == g;
+}
+
+intptr_t cq_group_wait(cq_group_t g, cq_time_t timeout)
+{
+    group_check(g, "cq_group_wait");
+    /* acquire: pairs with the release of the emptying leave */
+    uint64_t s = cq__load(&g->state, acquire);
+    if (CQ__GS_COUNT(s) == 0) {
+        return 0;
+    }
+    uint32_t gen = CQ__GS_GEN(s);
+    /* Fork-join: our own children are usually still in our run queue. Run them here. */
+    while (cq__pool_help(is_task_of, g)) {
+        s = cq__load(&g->state, acquire);
+        if (CQ__GS_COUNT(s) == 0 || CQ__GS_GEN(s) != gen) {
+            return 0;
+        }
+    }
+    if (timeout == CQ_TIME_NOW) {
+        return 1;
+    }
+    for (uint32_t n = cq__spin_iterations(CQ__SPIN_WAIT_NS); n; n--) {
+        cq__cpu_relax();
+        s = cq__load(&g->state, acquire);
+        if (CQ__GS_COUNT(s) == 0 || CQ__GS_GEN(s) != gen) {
+            return 0;
+        }
+    }
+    struct cq__deadline d;
+    cq__deadline_init(&d, timeout);
+    struct cq__block block;
+    cq__pool_block_begin(&block);
+    intptr_t result = 1;
+    for (;;) {
+        s = cq__load(&g->state, acquire);
+        if (CQ__GS_COUNT(s) == 0 || CQ__GS_GEN(s) != gen) {
+            result = 0;
+            break;
+        }
+        if (!(s & CQ__GS_WAITERS) &&
+            !cq__cas_weak(&g->state, &s, s | CQ__GS_WAITERS, relaxed)) {
+            continue;
+        }
+        if (cq__futex_wait(gen_word(g), gen, &d) == ETIMEDOUT) {
+            s = cq__load(&g->state, acquire);
+            result = (CQ__GS_COUNT(s) == 0 || CQ__GS_GEN(s) != gen) ? 0 : 1;
+            break;
+        }
+    }
+    cq__pool_block_end(&block);
+    return result;
+}
+
+void cq_group_notify_f(cq_group_t g, cq_queue_t q, void *ctx, cq_function_t fn)
+{
+    group_check(g, "cq_group_notify_f");
+    cq__queue_check(q, "cq_group_notify_f");
+    if (cq__unlikely(fn == NULL)) {
+        cq__crash("cq_group_notify_f: NULL function");
+    }
+    struct cq__group_notify *n = malloc(sizeof *n);
+    if (n == NULL) {
+        cq__crash("cq_group_notify_f: out of memory");
+    }
+    n->next = NULL;
+    n->queue = q;
+    n->context = ctx;
+    n->function = fn;
+    pthread_mutex_lock(&g->notify_lock);
+    uint64_t s = cq__load(&g->state, acquire);
+    for (;;) {
+        if (CQ__GS_COUNT(s) == 0 && !(s & CQ__GS_NOTIFY)) {
+            pthread_mutex_unlock(&g->notify_lock);
+            free(n);
+            cq_async_f(q, ctx, fn); /* already empty */
+            return;
+        }
+        if ((s & CQ__GS_NOTIFY) || cq__cas_weak(&g->state, &s, s | CQ__GS_NOTIFY, acq_rel)) {
+            break;
+        }
+    }
+    cq__ref_retain(&q->obj);
+    if (g->notify_tail) {
+        g->notify_tail->next = n;
+    } else {
+        g->notify_head = n;
+    }
+    g->notify_tail = n;
+    pthread_mutex_unlock(&g->notify_lock);
+}

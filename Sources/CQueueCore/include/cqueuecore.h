@@ -1,0 +1,18 @@
+/*
+ * CQueueCore — a work-stealing dispatch-queue runtime for Linux with libdispatch's
+ * function-pointer API under the cq_ prefix. Include this one header.
+ */
+#ifndef CQUEUECORE_H
+#define CQUEUECORE_H
+
+#include <cqueuecore/base.h>
+#include <cqueuecore/object.h>
+#include <cqueuecore/time.h>
+#include <cqueuecore/queue.h>
+#include <cqueuecore/semaphore.h>
+#include <cqueuecore/group.h>
+#include <cqueuecore/once.h>
+#include <cqueuecore/apply.h>
+#include <cqueuecore/runtime.h>
+
+#endif /* CQUEUECORE_H */

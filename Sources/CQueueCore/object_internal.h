@@ -1,0 +1,84 @@
+/*
+ * The header every CQueueCore object starts with, and its two reference counts.
+ *
+ *   xref  external references, the ones cq_retain/cq_release count. Together they hold one
+ *         internal reference. When xref reaches zero the class's xref_dispose checks for misuse
+ *         (a suspended queue, an unbalanced group) and the internal reference is dropped.
+ *   ref   internal references: held by the runtime while the object has queued work (a queue
+ *         on its target, a task's group, a queue's target). At zero, dispose runs: the
+ *         finalizer is scheduled and the memory freed.
+ * Global queues and the main queue are immortal: xref holds CQ__IMMORTAL and is never changed.
+ */
+#ifndef CQ_OBJECT_INTERNAL_H
+#define CQ_OBJECT_INTERNAL_H
+
+#include <cqueuecore/object.h>
+
+#include "atomic_internal.h"
+
+#define CQ__IMMORTAL INT32_MAX
+#define CQ__CLASS_MAGIC 0x43514f42u /* "CQOB" */
+
+enum cq__kind {
+    CQ__KIND_QUEUE = 1,
+    CQ__KIND_SEMAPHORE,
+    CQ__KIND_GROUP,
+    CQ__KIND_SOURCE,
+};
+
+struct cq__object;
+
+struct cq__class {
+    uint32_t magic;
+    enum cq__kind kind;
+    const char *name;
+    /* Last external release; may abort on misuse. NULL: nothing to check. */
+    void (*xref_dispose)(struct cq__object *object);
+    /* Last internal reference: schedule the finalizer and free. */
+    void (*dispose)(struct cq__object *object);
+    /* cq_suspend / cq_resume, NULL if the class cannot be suspended. */
+    void (*suspend)(struct cq__object *object);
+    void (*resume)(struct cq__object *object);
+};
+
+struct cq__object {
+    const struct cq__class *cls;   /* written once at creation */
+    _Atomic int32_t xref;          /* see above */
+    _Atomic int32_t ref;           /* see above */
+    void *context;                 /* owner: the application (cq_set_context) */
+    cq_function_t finalizer;       /* owner: the application (cq_set_finalizer_f) */
+};
+
+CQ_INTERNAL void cq__object_init(struct cq__object *object, const struct cq__class *cls);
+CQ_INTERNAL void cq__object_init_immortal(struct cq__object *object, const struct cq__class *cls);
+
+/* Checks that `object` is a live CQueueCore object of `kind` (0: any); aborts naming `call`. */
+CQ_INTERNAL struct cq__object *cq__object_check(const void *object, enum cq__kind kind,
+                                                const char *call);
+
+CQ_INLINE bool cq__object_is_immortal(const struct cq__object *o)
+{
+    return cq__load(&o->xref, relaxed) == CQ__IMMORTAL;
+}
+
+/* Internal references (no-ops on immortal objects). */
+CQ_INLINE void cq__ref_retain(struct cq__object *o)
+{
+    if (!cq__object_is_immortal(o)) {
+        cq__add(&o->ref, 1, relaxed);
+    }
+}
+
+CQ_INTERNAL void cq__ref_release_slow(struct cq__object *o);
+
+CQ_INLINE void cq__ref_release(struct cq__object *o)
+{
+    if (!cq__object_is_immortal(o)) {
+        /* release: our writes to the object happen-before dispose (acquire fence there) */
+        if (cq__sub(&o->ref, 1, release) == 1) {
+            cq__ref_release_slow(o);
+        }
+    }
+}
+
+#endif /* CQ_OBJECT_INTERNAL_H */

@@ -1,0 +1,133 @@
+/*
+ * The monitor: adds run queues while workers are stuck in long tasks and work is waiting.
+ *
+ * Tasks that block outside the runtime (a read, a sleep, a long spin) hold their worker, and
+ * the pool cannot know. The monitor finds out: it runs only while the pool is saturated (every
+ * proc busy, nobody searching) — a producer that finds the pool saturated kicks it — and every
+ * millisecond it looks at each proc: one that has been running the same task for 2 ticks
+ * while its thread sleeps in the kernel (a read, a sleep, a lock), or for 10 ticks while it is
+ * runnable (spinning, computing, or merely preempted), is stuck. While any proc is stuck and work is waiting, it adds one extra proc
+ * (with a thread) per tick, up to the thread limit. Extra procs retire as soon as they find
+ * no work. After 20 quiet ticks the monitor sleeps on a futex: an idle process sees no
+ * wake-ups from it.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <signal.h>
+#include <time.h>
+
+#include "diag_internal.h"
+#include "parker_internal.h"
+#include "pool_internal.h"
+
+#define TICK_NS 1000000L
+#define STUCK_BLOCKED_TICKS 2u
+#define STUCK_BUSY_TICKS 10u
+#define QUIET_TICKS 20u
+
+static _Atomic uint32_t active; /* futex: 0 asleep, 1 kicked / running */
+
+void cq__monitor_kick(void)
+{
+    uint32_t zero = 0;
+    if (cq__load(&active, relaxed) == 0 && cq__cas(&active, &zero, 1, relaxed)) {
+        cq__futex_wake(&active, 1);
+    }
+}
+
+/* Whether thread `tid` of this process is asleep (state S or D), from /proc. A thread that is
+ * running or waiting for a CPU (R) is busy, not blocked: it gets the longer threshold. */
+static bool thread_sleeps(pid_t tid)
+{
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return false;
+    }
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) {
+        return false;
+    }
+    buf[n] = '\0';
+    const char *paren = strrchr(buf, ')'); /* the name may contain spaces and parentheses */
+    return paren && paren[1] == ' ' && (paren[2] == 'S' || paren[2] == 'D');
+}
+
+/* One tick: returns true while the pool is under pressure. */
+static bool tick(void)
+{
+    if (!cq__pool_saturated() || !cq__pool_work_waiting()) {
+        return false;
+    }
+    bool stuck = false;
+    uint32_t n = cq__pool_proc_count();
+    for (uint32_t i = 0; i < n; i++) {
+        struct cq__proc *p = cq__pool_proc(i);
+        if (cq__load(&p->retired, relaxed)) {
+            continue;
+        }
+        uint32_t started = cq__load(&p->started, relaxed);
+        if (!cq__load(&p->running, relaxed) || started != p->mon_started) {
+            p->mon_started = started;
+            p->mon_ticks = 0;
+            continue;
+        }
+        p->mon_ticks++;
+        if (p->mon_ticks >= STUCK_BUSY_TICKS ||
+            (p->mon_ticks >= STUCK_BLOCKED_TICKS && thread_sleeps(cq__load(&p->tid, relaxed)))) {
+            stuck = true;
+        }
+    }
+    if (stuck) {
+        cq__pool_add_extra_proc();
+    }
+    return true;
+}
+
+static void *monitor_main(void *arg)
+{
+    (void)arg;
+    pthread_setname_np(pthread_self(), "cq-monitor");
+    for (;;) {
+        while (cq__load(&active, acquire) == 0) {
+            cq__futex_wait(&active, 0, NULL);
+        }
+        for (uint32_t quiet = 0; quiet < QUIET_TICKS;) {
+            struct timespec d = {0, TICK_NS};
+            nanosleep(&d, NULL);
+            quiet = tick() ? 0 : quiet + 1;
+        }
+        cq__store(&active, 0, seq_cst);
+        /* A kick between our last tick and the store above would be lost: look once more. */
+        if (cq__pool_saturated() && cq__pool_work_waiting()) {
+            cq__store(&active, 1, relaxed);
+        }
+    }
+    return NULL;
+}
+
+void cq__monitor_start(void)
+{
+    pthread_t thread;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    sigset_t old;
+    cq__block_async_signals(&old);
+    int err = pthread_create(&thread, &attr, monitor_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    if (err) {
+        static atomic_bool reported;
+        cq__report_once(&reported, "cannot start the monitor thread: stuck workers will not be "
+                                   "compensated");
+    }
+}

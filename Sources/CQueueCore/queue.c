@@ -1,0 +1,701 @@
+/*
+ * Dispatch queues: creation, submission, the state machine, drains, suspension, retargeting.
+ * Synchronous calls live in queue_sync.c, the main queue in queue_main.c, queue-specific keys
+ * in queue_specific.c. See queue_internal.h for the state word.
+ */
+#include "queue_internal.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apply_internal.h"
+#include "diag_internal.h"
+#include "group_internal.h"
+#include "parker_internal.h"
+#include "pool_internal.h"
+#include "sync_internal.h"
+#include "task_internal.h"
+
+struct cq_queue_attr_s {
+    int concurrent;
+};
+
+const struct cq_queue_attr_s cq_queue_attr_concurrent_s = {1};
+
+cq_queue_attr_t cq_queue_attr_concurrent(void)
+{
+    return &cq_queue_attr_concurrent_s;
+}
+
+static void queue_xref_dispose(struct cq__object *o);
+static void queue_dispose(struct cq__object *o);
+static void queue_suspend(struct cq__object *o);
+static void queue_resume(struct cq__object *o);
+
+const struct cq__class cq__queue_class = {
+    .magic = CQ__CLASS_MAGIC,
+    .kind = CQ__KIND_QUEUE,
+    .name = "queue",
+    .xref_dispose = queue_xref_dispose,
+    .dispose = queue_dispose,
+    .suspend = queue_suspend,
+    .resume = queue_resume,
+};
+
+#define STATIC_QUEUE(k, p, l)                                                                   \
+    {                                                                                           \
+        .obj = {.cls = &cq__queue_class, .xref = CQ__IMMORTAL, .ref = CQ__IMMORTAL},           \
+        .item = {.kind = CQ__ITEM_QUEUE}, .kind = (k), .prio = (p), .label = (char *)(l),       \
+    }
+
+struct cq_queue_s cq__root_queues[4] = {
+    STATIC_QUEUE(CQ__QUEUE_ROOT, 0, "cq.global.high"),
+    STATIC_QUEUE(CQ__QUEUE_ROOT, 1, "cq.global.default"),
+    STATIC_QUEUE(CQ__QUEUE_ROOT, 2, "cq.global.low"),
+    STATIC_QUEUE(CQ__QUEUE_ROOT, 3, "cq.global.background"),
+};
+
+struct cq_queue_s cq__main_queue = STATIC_QUEUE(CQ__QUEUE_MAIN, 1, "cq.main-thread");
+
+/* ---------------------------------------------------------------------------------------- */
+/* Creation and lookup                                                                      */
+
+cq_queue_t cq_queue_create(const char *label, cq_queue_attr_t attr)
+{
+    if (attr != CQ_QUEUE_SERIAL && attr != CQ_QUEUE_CONCURRENT) {
+        errno = EINVAL;
+        return NULL;
+    }
+    size_t size = (sizeof(struct cq_queue_s) + CQ_CACHELINE - 1) & ~(size_t)(CQ_CACHELINE - 1);
+    struct cq_queue_s *q = aligned_alloc(CQ_CACHELINE, size);
+    char *copy = strdup(label ? label : "");
+    if (q == NULL || copy == NULL) {
+        free(q);
+        free(copy);
+        errno = ENOMEM;
+        return NULL;
+    }
+    memset(q, 0, sizeof *q);
+    cq__object_init(&q->obj, &cq__queue_class);
+    cq__item_init(&q->item, CQ__ITEM_QUEUE, 0);
+    q->kind = attr ? CQ__QUEUE_CONCURRENT : CQ__QUEUE_SERIAL;
+    q->label = copy;
+    q->target = &cq__root_queues[CQ__PRIO_DEFAULT];
+    atomic_init(&q->specifics, NULL);
+    atomic_init(&q->tail, NULL);
+    atomic_init(&q->head, NULL);
+    atomic_init(&q->state, 0);
+    return q;
+}
+
+cq_queue_t cq_get_global_queue(intptr_t priority, uintptr_t flags)
+{
+    if (flags != 0) {
+        errno = EINVAL;
+        return NULL;
+    }
+    unsigned idx;
+    if (priority >= 1) {
+        idx = 0;
+    } else if (priority >= -1) {
+        idx = 1;
+    } else if (priority > -16384) {
+        idx = 2;
+    } else {
+        idx = 3;
+    }
+    return &cq__root_queues[idx];
+}
+
+cq_queue_t cq_get_main_queue(void)
+{
+    return &cq__main_queue;
+}
+
+bool cq__queue_is_thread_bound(struct cq_queue_s *q)
+{
+    while (q->target) {
+        q = q->target;
+    }
+    return q == &cq__main_queue;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Pushing                                                                                  */
+
+/* Hands an item that now holds one unit of q's width to q's target. */
+static void redirect(struct cq_queue_s *q, struct cq__item *it, unsigned flags)
+{
+    if (cq__unlikely(it->owner != NULL)) {
+        /* Already holds another concurrent queue's width (concurrent targeting concurrent):
+         * wrap it so each level releases its own. */
+        struct cq__task *w = cq__task_alloc();
+        cq__item_init(&w->item, CQ__ITEM_REDIRECT, 0);
+        w->context = it;
+        it = &w->item;
+    }
+    it->owner = q;
+    cq__queue_push(q->target, it, flags);
+}
+
+bool cq__queue_try_acquire_width(struct cq_queue_s *q)
+{
+    uint64_t s = cq__load(&q->state, relaxed);
+    for (;;) {
+        if (s & (CQ__QS_LOCK | CQ__QS_ENQUEUED | CQ__QS_DIRTY | CQ__QS_BARRIER_WAIT |
+                 CQ__QS_SUSPEND_MASK)) {
+            return false;
+        }
+        if (CQ__QS_WIDTH(s) >= CQ__QS_WIDTH_MAX) {
+            return false;
+        }
+        /* acquire: pairs with the release of the last barrier's unlock */
+        if (cq__cas_weak(&q->state, &s, s + CQ__QS_WIDTH_ONE, acquire)) {
+            if (CQ__QS_WIDTH(s) == 0) {
+                cq__ref_retain(&q->obj); /* the reference WIDTH > 0 holds */
+            }
+            return true;
+        }
+    }
+}
+
+void cq__queue_release_width(struct cq_queue_s *q)
+{
+    uint64_t s = cq__load(&q->state, relaxed), n;
+    bool enqueue, drop_barrier_ref;
+    for (;;) {
+        n = s - CQ__QS_WIDTH_ONE;
+        enqueue = drop_barrier_ref = false;
+        if (CQ__QS_WIDTH(n) == 0 && (n & CQ__QS_BARRIER_WAIT)) {
+            /* the drainer is waiting for us: the barrier may run now */
+            n &= ~CQ__QS_BARRIER_WAIT;
+            if (n & CQ__QS_SUSPEND_MASK) {
+                n |= CQ__QS_DIRTY;
+                drop_barrier_ref = true;
+            } else {
+                n |= CQ__QS_ENQUEUED; /* BARRIER_WAIT's reference moves to ENQUEUED */
+                enqueue = true;
+            }
+        }
+        /* release: the task's effects happen-before the barrier (acquire at drain start) */
+        if (cq__cas_weak(&q->state, &s, n, acq_rel)) {
+            break;
+        }
+    }
+    if (enqueue) {
+        cq__queue_enqueue_on_target(q, CQ__PUSH_TAIL);
+    }
+    if (drop_barrier_ref) {
+        cq__ref_release(&q->obj);
+    }
+    if (CQ__QS_WIDTH(n) == 0) {
+        cq__ref_release(&q->obj); /* last use of q: may free it */
+    }
+}
+
+void cq__queue_enqueue_on_target(struct cq_queue_s *q, unsigned flags)
+{
+    if (q->kind == CQ__QUEUE_MAIN) {
+        cq__main_wakeup();
+    } else {
+        cq__queue_push(q->target, &q->item, flags);
+    }
+}
+
+void cq__queue_wakeup(struct cq_queue_s *q, unsigned flags)
+{
+    uint64_t s = cq__load(&q->state, relaxed), n;
+    for (;;) {
+        if (s & CQ__QS_LOCK) {
+            if (s & CQ__QS_DIRTY) {
+                return; /* the holder will look again anyway */
+            }
+            n = s | CQ__QS_DIRTY;
+        } else if (s & (CQ__QS_ENQUEUED | CQ__QS_BARRIER_WAIT)) {
+            return; /* a drain is already due and will find the item */
+        } else if (s & CQ__QS_SUSPEND_MASK) {
+            if (s & CQ__QS_DIRTY) {
+                return;
+            }
+            n = s | CQ__QS_DIRTY;
+        } else {
+            n = s | CQ__QS_ENQUEUED;
+        }
+        /* release: our list link happens-before the holder's acquire of this word */
+        if (cq__cas_weak(&q->state, &s, n, acq_rel)) {
+            break;
+        }
+    }
+    if (n & CQ__QS_ENQUEUED) {
+        cq__ref_retain(&q->obj); /* the reference ENQUEUED holds */
+        cq__queue_enqueue_on_target(q, flags | CQ__PUSH_WAKEUP);
+    }
+}
+
+void cq__queue_push(struct cq_queue_s *q, struct cq__item *it, unsigned flags)
+{
+    switch (q->kind) {
+    case CQ__QUEUE_ROOT:
+        cq__pool_push(it, q->prio, flags);
+        return;
+    case CQ__QUEUE_CONCURRENT:
+        if (!(it->flags & CQ__ITEM_BARRIER) && it->kind != CQ__ITEM_SYNC_WAITER &&
+            cq__queue_try_acquire_width(q)) {
+            redirect(q, it, flags);
+            return;
+        }
+        break;
+    default:
+        break;
+    }
+    if (cq__mpsc_push(&q->tail, &q->head, it, it)) {
+        cq__queue_wakeup(q, flags);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Unlocking and draining                                                                   */
+
+void cq__queue_unlock(struct cq_queue_s *q, bool drain_ref)
+{
+    uint64_t s = cq__load(&q->state, relaxed), n;
+    for (;;) {
+        bool items = (s & CQ__QS_DIRTY) || !cq__queue_list_empty(q);
+        n = s & ~(CQ__QS_LOCK | CQ__QS_DIRTY);
+        if (items) {
+            n |= (s & CQ__QS_SUSPEND_MASK) ? CQ__QS_DIRTY : CQ__QS_ENQUEUED;
+        }
+        /* release: everything done under the lock happens-before the next owner's acquire */
+        if (cq__cas_weak(&q->state, &s, n, acq_rel)) {
+            break;
+        }
+    }
+    if (n & CQ__QS_ENQUEUED) {
+        if (!drain_ref) {
+            cq__ref_retain(&q->obj);
+        }
+        cq__queue_enqueue_on_target(q, CQ__PUSH_TAIL);
+    } else if (drain_ref) {
+        cq__ref_release(&q->obj);
+    }
+}
+
+/*
+ * Called by a drainer that found the list empty, or must stop. Returns false if it should go
+ * on draining (new items arrived and it may continue); otherwise the queue was unlocked.
+ */
+static bool drain_finish(struct cq_queue_s *q, bool may_continue)
+{
+    if (may_continue) {
+        uint64_t s = cq__load(&q->state, relaxed);
+        while (!(s & CQ__QS_SUSPEND_MASK)) {
+            if (!(s & CQ__QS_DIRTY)) {
+                if (cq__queue_list_empty(q)) {
+                    break;
+                }
+                return false;
+            }
+            /* acquire: pairs with the pusher's release when it set DIRTY */
+            if (cq__cas_weak(&q->state, &s, s & ~CQ__QS_DIRTY, acquire)) {
+                return false;
+            }
+        }
+    }
+    cq__queue_unlock(q, true);
+    return true;
+}
+
+static inline void handoff_to_waiter(struct cq__item *it)
+{
+    struct cq__sync_waiter *w = (struct cq__sync_waiter *)it;
+    w->drain_ref = true; /* the waiter now owns LOCK and the reference it holds */
+    cq__event_signal(&w->event);
+}
+
+static void serial_drain(struct cq_queue_s *q)
+{
+    struct cq__frame f;
+    cq__frame_push(&f, q, true);
+    uint32_t budget = CQ__DRAIN_BUDGET;
+    for (;;) {
+        struct cq__item *it = cq__mpsc_pop(&q->tail, &q->head);
+        if (it == NULL) {
+            if (drain_finish(q, budget != 0)) {
+                break;
+            }
+            continue;
+        }
+        if (it->kind == CQ__ITEM_SYNC_WAITER) {
+            cq__frame_pop(&f);
+            handoff_to_waiter(it);
+            return;
+        }
+        cq__item_invoke(it);
+        if (cq__unlikely(q->retargeted)) {
+            q->retargeted = false; /* the next items run on the new target */
+            budget = 0;
+        }
+        if (budget) {
+            budget--;
+        }
+        if (budget == 0 || (cq__load(&q->state, relaxed) & CQ__QS_SUSPEND_MASK)) {
+            cq__frame_pop(&f);
+            drain_finish(q, false);
+            return;
+        }
+    }
+    cq__frame_pop(&f);
+}
+
+static void concurrent_drain(struct cq_queue_s *q)
+{
+    uint32_t budget = CQ__DRAIN_BUDGET;
+    for (;;) {
+        struct cq__item *it = cq__mpsc_peek(&q->tail, &q->head);
+        if (it == NULL) {
+            if (drain_finish(q, budget != 0)) {
+                return;
+            }
+            continue;
+        }
+        if (it->flags & CQ__ITEM_BARRIER) {
+            uint64_t s = cq__load(&q->state, relaxed);
+            while (CQ__QS_WIDTH(s) != 0) {
+                /* Tasks are in flight: let the last one enqueue us again. LOCK's reference
+                 * moves to BARRIER_WAIT. release: pairs with release_width's acquire. */
+                uint64_t n = (s & ~(CQ__QS_LOCK | CQ__QS_DIRTY)) | CQ__QS_BARRIER_WAIT;
+                if (cq__cas_weak(&q->state, &s, n, acq_rel)) {
+                    return;
+                }
+            }
+            /* acquire: pairs with the release of the last width holder */
+            cq__fence(acquire);
+            cq__mpsc_pop(&q->tail, &q->head);
+            if (it->kind == CQ__ITEM_SYNC_WAITER) {
+                handoff_to_waiter(it);
+                return;
+            }
+            struct cq__frame f;
+            cq__frame_push(&f, q, true);
+            cq__item_invoke(it);
+            cq__frame_pop(&f);
+        } else {
+            cq__mpsc_pop(&q->tail, &q->head);
+            uint64_t s = cq__add(&q->state, CQ__QS_WIDTH_ONE, relaxed);
+            if (CQ__QS_WIDTH(s) == 0) {
+                cq__ref_retain(&q->obj);
+            }
+            if (it->kind == CQ__ITEM_SYNC_WAITER) {
+                cq__event_signal(&((struct cq__sync_waiter *)it)->event); /* runs with width */
+            } else {
+                redirect(q, it, CQ__PUSH_TAIL);
+            }
+        }
+        if (cq__unlikely(q->retargeted)) {
+            q->retargeted = false;
+            budget = 0;
+        }
+        if (budget) {
+            budget--;
+        }
+        if (budget == 0 || (cq__load(&q->state, relaxed) & CQ__QS_SUSPEND_MASK)) {
+            drain_finish(q, false);
+            return;
+        }
+    }
+}
+
+void cq__queue_drain(struct cq_queue_s *q)
+{
+    uint64_t s = cq__load(&q->state, relaxed), n;
+    for (;;) {
+        if (!(s & CQ__QS_ENQUEUED)) {
+            return; /* spurious (the main run loop may signal twice) */
+        }
+        if (s & CQ__QS_SUSPEND_MASK) {
+            n = (s & ~CQ__QS_ENQUEUED) | CQ__QS_DIRTY;
+        } else {
+            n = (s & ~(CQ__QS_ENQUEUED | CQ__QS_DIRTY)) | CQ__QS_LOCK;
+        }
+        /* acquire: pairs with the pushers' and the previous owner's release */
+        if (cq__cas_weak(&q->state, &s, n, acquire)) {
+            break;
+        }
+    }
+    if (!(n & CQ__QS_LOCK)) {
+        cq__ref_release(&q->obj); /* suspended: resume will enqueue it again */
+        return;
+    }
+    if (q->kind == CQ__QUEUE_CONCURRENT) {
+        concurrent_drain(q);
+    } else {
+        serial_drain(q);
+    }
+}
+
+void cq__item_invoke(struct cq__item *it)
+{
+    struct cq__proc *p = cq__tls.proc;
+    if (p) {
+        cq__pool_note_progress(p); /* the monitor tells stuck workers by this counter */
+    }
+    struct cq_queue_s *owner = it->owner;
+    struct cq__frame f;
+    if (owner) {
+        cq__frame_push(&f, owner, false);
+    }
+    switch (it->kind) {
+    case CQ__ITEM_TASK: {
+        struct cq__task *t = (struct cq__task *)it;
+        cq_function_t fn = t->function;
+        void *ctx = t->context;
+        struct cq_group_s *g = t->group;
+        cq__task_free(t); /* before the call: the function's own submissions reuse it */
+        fn(ctx);
+        if (g) {
+            cq__group_task_done(g);
+        }
+        break;
+    }
+    case CQ__ITEM_QUEUE:
+        cq__queue_drain((struct cq_queue_s *)((char *)it - offsetof(struct cq_queue_s, item)));
+        break;
+    case CQ__ITEM_EXEC_WAITER: {
+        struct cq__sync_waiter *w = (struct cq__sync_waiter *)it;
+        w->function(w->context);
+        cq__event_signal(&w->event);
+        break;
+    }
+    case CQ__ITEM_REDIRECT: {
+        struct cq__task *t = (struct cq__task *)it;
+        struct cq__item *inner = t->context;
+        cq__task_free(t);
+        cq__item_invoke(inner);
+        break;
+    }
+    case CQ__ITEM_APPLY:
+        cq__apply_invoke(it);
+        break;
+    default:
+        cq__crash("internal error: unknown item kind %u at %p", it->kind, (void *)it);
+    }
+    if (owner) {
+        cq__frame_pop(&f);
+        cq__queue_release_width(owner);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Submission                                                                               */
+
+static inline void async_impl(cq_queue_t q, void *ctx, cq_function_t fn, unsigned flags,
+                              const char *call)
+{
+    cq__queue_check(q, call);
+    if (cq__unlikely(fn == NULL)) {
+        cq__crash("%s: NULL function submitted to %s", call, CQ_DESCRIBE(q));
+    }
+    struct cq__task *t = cq__task_alloc();
+    cq__item_init(&t->item, CQ__ITEM_TASK, flags);
+    t->function = fn;
+    t->context = ctx;
+    t->group = NULL;
+    cq__queue_push(q, &t->item, CQ__PUSH_TAIL);
+}
+
+void cq_async_f(cq_queue_t q, void *ctx, cq_function_t fn)
+{
+    async_impl(q, ctx, fn, 0, "cq_async_f");
+}
+
+void cq_barrier_async_f(cq_queue_t q, void *ctx, cq_function_t fn)
+{
+    async_impl(q, ctx, fn, CQ__ITEM_BARRIER, "cq_barrier_async_f");
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Suspension                                                                               */
+
+static void queue_suspend(struct cq__object *o)
+{
+    struct cq_queue_s *q = (struct cq_queue_s *)o;
+    if (cq__object_is_immortal(o)) {
+        return;
+    }
+    uint64_t s = cq__add(&q->state, CQ__QS_SUSPEND_ONE, relaxed);
+    if (cq__unlikely((s & CQ__QS_SUSPEND_MASK) == CQ__QS_SUSPEND_MASK)) {
+        cq__crash("cq_suspend: suspend count of %s overflowed", CQ_DESCRIBE(q));
+    }
+}
+
+static void queue_resume(struct cq__object *o)
+{
+    struct cq_queue_s *q = (struct cq_queue_s *)o;
+    if (cq__object_is_immortal(o)) {
+        return;
+    }
+    uint64_t s = cq__load(&q->state, relaxed), n;
+    for (;;) {
+        if (cq__unlikely(!(s & CQ__QS_SUSPEND_MASK))) {
+            cq__crash("cq_resume: %s is not suspended (resumed more often than suspended)",
+                      CQ_DESCRIBE(q));
+        }
+        n = s - CQ__QS_SUSPEND_ONE;
+        if (!(n & CQ__QS_SUSPEND_MASK) && (n & CQ__QS_DIRTY) &&
+            !(n & (CQ__QS_LOCK | CQ__QS_ENQUEUED | CQ__QS_BARRIER_WAIT))) {
+            n = (n & ~CQ__QS_DIRTY) | CQ__QS_ENQUEUED;
+        }
+        if (cq__cas_weak(&q->state, &s, n, acq_rel)) {
+            break;
+        }
+    }
+    if ((n & CQ__QS_ENQUEUED) && !(s & CQ__QS_ENQUEUED)) {
+        cq__ref_retain(&q->obj);
+        cq__queue_enqueue_on_target(q, CQ__PUSH_TAIL);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Retargeting                                                                              */
+
+struct retarget {
+    struct cq_queue_s *q;
+    struct cq_queue_s *target;
+};
+
+static void apply_retarget(struct cq_queue_s *q, struct cq_queue_s *target)
+{
+    struct cq_queue_s *old = q->target;
+    q->target = target;
+    cq__ref_release(&old->obj);
+}
+
+static void retarget_barrier(void *ctx)
+{
+    struct retarget *r = ctx;
+    apply_retarget(r->q, r->target);
+    r->q->retargeted = true; /* the drain running us yields: later tasks use the new target */
+    free(r);
+}
+
+void cq_set_target_queue(void *object, cq_queue_t target)
+{
+    struct cq_queue_s *q = cq__queue_check(object, "cq_set_target_queue");
+    if (cq__object_is_immortal(&q->obj)) {
+        cq__crash("cq_set_target_queue: cannot change the target of %s", CQ_DESCRIBE(q));
+    }
+    target = target ? cq__queue_check(target, "cq_set_target_queue")
+                    : &cq__root_queues[CQ__PRIO_DEFAULT];
+    for (struct cq_queue_s *x = target; x; x = x->target) {
+        if (x == q) {
+            cq__crash("cq_set_target_queue: targeting %s at %s would create a cycle",
+                      CQ_DESCRIBE(q), CQ_DESCRIBE(target));
+        }
+    }
+    cq__ref_retain(&target->obj);
+    if (cq__queue_try_lock(q)) {
+        apply_retarget(q, target);
+        cq__queue_unlock(q, false);
+        return;
+    }
+    struct retarget *r = malloc(sizeof *r);
+    if (r == NULL) {
+        cq__crash("cq_set_target_queue: out of memory");
+    }
+    r->q = q;
+    r->target = target;
+    cq_barrier_async_f(q, r, retarget_barrier);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* End of life                                                                              */
+
+static void queue_xref_dispose(struct cq__object *o)
+{
+    struct cq_queue_s *q = (struct cq_queue_s *)o;
+    if (cq__unlikely(cq__load(&q->state, relaxed) & CQ__QS_SUSPEND_MASK)) {
+        cq__crash("cq_release: last reference to %s released while it is suspended "
+                  "(resume it first: its tasks could never run)",
+                  CQ_DESCRIBE(q));
+    }
+}
+
+static void queue_free(struct cq_queue_s *q)
+{
+    struct cq_queue_s *target = q->target;
+    cq__queue_specifics_dispose(q);
+    q->obj.cls = NULL; /* later misuse of the pointer is reported, while the memory lasts */
+    free(q->label);
+    free(q);
+    cq__ref_release(&target->obj);
+}
+
+static void finalize_queue(void *ctx)
+{
+    struct cq_queue_s *q = ctx;
+    q->obj.finalizer(q->obj.context);
+    queue_free(q);
+}
+
+static void queue_dispose(struct cq__object *o)
+{
+    struct cq_queue_s *q = (struct cq_queue_s *)o;
+    if (q->obj.finalizer) {
+        cq_async_f(q->target, q, finalize_queue);
+    } else {
+        queue_free(q);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Introspection                                                                            */
+
+bool cq__queue_is_current(struct cq_queue_s *q)
+{
+    for (struct cq__frame *f = cq__tls.frame; f; f = f->prev) {
+        for (struct cq_queue_s *x = f->queue; x; x = x->target) {
+            if (x == q) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+bool cq_queue_is_current(cq_queue_t q)
+{
+    return cq__queue_is_current(cq__queue_check(q, "cq_queue_is_current"));
+}
+
+void cq_assert_queue(cq_queue_t q)
+{
+    if (!cq__queue_is_current(cq__queue_check(q, "cq_assert_queue"))) {
+        struct cq__frame *f = cq__tls.frame;
+        cq__crash("cq_assert_queue: expected to run on %s, but running on %s", CQ_DESCRIBE(q),
+                  f ? CQ_DESCRIBE(f->queue) : "no queue");
+    }
+}
+
+void cq_assert_queue_not(cq_queue_t q)
+{
+    if (cq__queue_is_current(cq__queue_check(q, "cq_assert_queue_not"))) {
+        cq__crash("cq_assert_queue_not: running on %s", CQ_DESCRIBE(q));
+    }
+}
+
+cq_queue_t cq_get_current_queue(void)
+{
+    struct cq__frame *f = cq__tls.frame;
+    return f ? f->queue : NULL;
+}
+
+const char *cq_queue_get_label(cq_queue_t q)
+{
+    if (q == NULL) {
+        struct cq__frame *f = cq__tls.frame;
+        return f ? f->queue->label : "";
+    }
+    return cq__queue_check(q, "cq_queue_get_label")->label;
+}

@@ -1,0 +1,149 @@
+/*
+ * cq_sync_f and cq_barrier_sync_f.
+ *
+ * A sync acquires every non-root queue along the target chain (the queue itself exclusively
+ * if it is serial or the call is a barrier; a concurrent queue with one unit of width), runs
+ * the function inline on the calling thread with a frame for each level, and releases them.
+ * Uncontended, each level costs one CAS to take and one to give back, with no allocation.
+ * A busy level is waited for with a waiter item in its list: the drainer hands the level over
+ * in FIFO order. Queues bound to the main thread are the exception: another thread cannot run
+ * their tasks, so the function is sent to the main thread and the caller waits for it.
+ */
+#include <stdio.h>
+
+#include "diag_internal.h"
+#include "parker_internal.h"
+#include "pool_internal.h"
+#include "queue_internal.h"
+#include "sync_internal.h"
+
+/* Aborts if acquiring q (exclusively or not) would wait for the calling thread itself. */
+static void check_deadlock(struct cq_queue_s *q, bool exclusive, struct cq_queue_s *requested,
+                           const char *call)
+{
+    for (struct cq__frame *f = cq__tls.frame; f; f = f->prev) {
+        if (f->queue == q && (f->exclusive || exclusive)) {
+            if (q == requested) {
+                cq__crash("%s: deadlock: %s is already being run by the calling thread "
+                          "(sync onto the current queue)",
+                          call, CQ_DESCRIBE(q));
+            }
+            char req[160];
+            cq__crash("%s: deadlock: %s targets %s, which the calling thread is already running",
+                      call, cq__describe(requested, req, sizeof req), CQ_DESCRIBE(q));
+        }
+    }
+}
+
+/* Waits on the main thread for a waiter in the main queue: drains the main queue meanwhile
+ * (nobody else can). */
+static void wait_on_main_thread(struct cq__sync_waiter *w)
+{
+    while (cq__load(&w->event.state, acquire) != CQ__EVENT_SIGNALLED) {
+        if (!cq__main_drain_pending()) {
+            cq__main_wait();
+        }
+    }
+}
+
+/* Takes q for a sync; returns whether the caller now holds the drain's reference. */
+static bool sync_acquire(struct cq_queue_s *q, bool exclusive, bool barrier)
+{
+    if (exclusive ? cq__queue_try_lock(q) : cq__queue_try_acquire_width(q)) {
+        return false;
+    }
+    struct cq__sync_waiter w;
+    cq__item_init(&w.item, CQ__ITEM_SYNC_WAITER, barrier ? CQ__ITEM_BARRIER : 0);
+    cq__event_init(&w.event);
+    w.drain_ref = false;
+    if (cq__mpsc_push(&q->tail, &q->head, &w.item, &w.item)) {
+        cq__queue_wakeup(q, CQ__PUSH_TAIL);
+    }
+    if (q == &cq__main_queue && cq__is_main_thread()) {
+        wait_on_main_thread(&w);
+    } else {
+        cq__event_wait(&w.event);
+    }
+    return w.drain_ref;
+}
+
+static void sync_release(struct cq_queue_s *q, bool exclusive, bool drain_ref)
+{
+    if (exclusive) {
+        cq__queue_unlock(q, drain_ref);
+    } else {
+        cq__queue_release_width(q);
+    }
+}
+
+/*
+ * Acquires q, then recurses into its target; the innermost level links the frames (each
+ * level's frame on its own stack, the requested queue on top) and runs the function.
+ */
+static void sync_level(struct cq_queue_s *q, bool barrier, void *ctx, cq_function_t fn,
+                       struct cq_queue_s *requested, const char *call, struct cq__frame *top,
+                       struct cq__frame *upper)
+{
+    bool exclusive = barrier || cq__queue_is_exclusive(q);
+    check_deadlock(q, exclusive, requested, call);
+    bool drain_ref = sync_acquire(q, exclusive, barrier);
+    struct cq__frame f = {.queue = q, .exclusive = exclusive, .prev = NULL};
+    if (upper) {
+        upper->prev = &f;
+    } else {
+        top = &f;
+    }
+    struct cq_queue_s *tq = q->target;
+    if (tq == NULL || tq->kind == CQ__QUEUE_ROOT) {
+        struct cq__frame *saved = cq__tls.frame;
+        f.prev = saved;
+        cq__tls.frame = top;
+        fn(ctx);
+        cq__tls.frame = saved;
+    } else {
+        sync_level(tq, false, ctx, fn, requested, call, top, &f);
+    }
+    sync_release(q, exclusive, drain_ref);
+}
+
+/* Sends the function to the main thread (through q) and waits for it to have run. */
+static void sync_on_main_thread(struct cq_queue_s *q, bool barrier, void *ctx, cq_function_t fn)
+{
+    struct cq__sync_waiter w;
+    cq__item_init(&w.item, CQ__ITEM_EXEC_WAITER, barrier ? CQ__ITEM_BARRIER : 0);
+    cq__event_init(&w.event);
+    w.function = fn;
+    w.context = ctx;
+    cq__queue_push(q, &w.item, CQ__PUSH_TAIL);
+    cq__event_wait(&w.event);
+}
+
+static void sync_impl(cq_queue_t q, void *ctx, cq_function_t fn, bool barrier, const char *call)
+{
+    cq__queue_check(q, call);
+    if (cq__unlikely(fn == NULL)) {
+        cq__crash("%s: NULL function for %s", call, CQ_DESCRIBE(q));
+    }
+    if (q->kind == CQ__QUEUE_ROOT) {
+        struct cq__frame f;
+        cq__frame_push(&f, q, false);
+        fn(ctx);
+        cq__frame_pop(&f);
+        return;
+    }
+    if (cq__unlikely(cq__queue_is_thread_bound(q)) && !cq__is_main_thread()) {
+        sync_on_main_thread(q, barrier, ctx, fn);
+        return;
+    }
+    sync_level(q, barrier, ctx, fn, q, call, NULL, NULL);
+}
+
+void cq_sync_f(cq_queue_t q, void *ctx, cq_function_t fn)
+{
+    sync_impl(q, ctx, fn, false, "cq_sync_f");
+}
+
+void cq_barrier_sync_f(cq_queue_t q, void *ctx, cq_function_t fn)
+{
+    sync_impl(q, ctx, fn, true, "cq_barrier_sync_f");
+}

@@ -1,0 +1,183 @@
+/*
+ * Counting semaphores.
+ *
+ *   value     the count; negative: that many waiters. One atomic on each side when it need
+ *             not wait.
+ *   tokens    wake-ups granted by signals to waiters and not yet taken (futex word).
+ *   sleepers  waiters asleep on `tokens`; a signal makes a system call only when it is not 0.
+ * A waiter spins for a token before it sleeps; one that times out gives its decrement back
+ * unless a signal already counted it, in which case it takes the token that signal grants.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include <cqueuecore/queue.h>
+#include <cqueuecore/semaphore.h>
+
+#include "diag_internal.h"
+#include "object_internal.h"
+#include "parker_internal.h"
+#include "pool_internal.h"
+
+struct cq_semaphore_s {
+    struct cq__object obj;
+    _Atomic int64_t value CQ_CACHE_ALIGNED;
+    _Atomic uint32_t tokens;
+    _Atomic uint32_t sleepers;
+    int64_t orig; /* written once */
+};
+
+static void semaphore_xref_dispose(struct cq__object *o);
+static void semaphore_dispose(struct cq__object *o);
+
+static const struct cq__class semaphore_class = {
+    .magic = CQ__CLASS_MAGIC,
+    .kind = CQ__KIND_SEMAPHORE,
+    .name = "semaphore",
+    .xref_dispose = semaphore_xref_dispose,
+    .dispose = semaphore_dispose,
+};
+
+static inline struct cq_semaphore_s *sema_check(cq_semaphore_t s, const char *call)
+{
+    if (cq__unlikely(s == NULL || s->obj.cls != &semaphore_class)) {
+        cq__object_check(s, CQ__KIND_SEMAPHORE, call);
+    }
+    return s;
+}
+
+cq_semaphore_t cq_semaphore_create(intptr_t value)
+{
+    if (value < 0) {
+        cq__report("cq_semaphore_create: negative initial value %" PRIdPTR " (returning NULL)",
+                   value);
+        errno = EINVAL;
+        return NULL;
+    }
+    struct cq_semaphore_s *s = aligned_alloc(CQ_CACHELINE, sizeof *s);
+    if (s == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    cq__object_init(&s->obj, &semaphore_class);
+    atomic_init(&s->value, value);
+    atomic_init(&s->tokens, 0);
+    atomic_init(&s->sleepers, 0);
+    s->orig = value;
+    return s;
+}
+
+static void semaphore_xref_dispose(struct cq__object *o)
+{
+    struct cq_semaphore_s *s = (struct cq_semaphore_s *)o;
+    int64_t v = cq__load(&s->value, relaxed);
+    if (cq__unlikely(v < s->orig)) {
+        cq__crash("cq_release: semaphore %p released while in use (count %" PRId64
+                  " is below its initial value %" PRId64 ")",
+                  (void *)s, v, s->orig);
+    }
+}
+
+static void semaphore_dispose(struct cq__object *o)
+{
+    cq_function_t fin = o->finalizer;
+    void *ctx = o->context;
+    o->cls = NULL;
+    free(o);
+    if (fin) {
+        cq_async_f(cq_get_global_queue(CQ_QUEUE_PRIORITY_DEFAULT, 0), ctx, fin);
+    }
+}
+
+intptr_t cq_semaphore_signal(cq_semaphore_t sema)
+{
+    struct cq_semaphore_s *s = sema_check(sema, "cq_semaphore_signal");
+    /* release: pairs with the waiter's acquire decrement or token CAS */
+    if (cq__likely(cq__add(&s->value, 1, release) >= 0)) {
+        return 0;
+    }
+    /* A waiter counted on us: grant it a token. seq_cst on both sides: either it sees the token
+     * before sleeping, or we see it asleep. */
+    cq__add(&s->tokens, 1, seq_cst);
+    if (cq__load(&s->sleepers, seq_cst) != 0) {
+        cq__futex_wake(&s->tokens, 1);
+    }
+    return 1;
+}
+
+static inline bool take_token(struct cq_semaphore_s *s)
+{
+    uint32_t t = cq__load(&s->tokens, relaxed);
+    while (t != 0) {
+        /* acquire: pairs with the signaller's release increment of value (via the token) */
+        if (cq__cas_weak(&s->tokens, &t, t - 1, acquire)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Gives our decrement back after a timeout; false if a signal already counted us (then a token
+ * is or will be granted, and we must take it). */
+static bool undo_wait(struct cq_semaphore_s *s)
+{
+    int64_t v = cq__load(&s->value, relaxed);
+    while (v < 0) {
+        if (cq__cas_weak(&s->value, &v, v + 1, relaxed)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static CQ_NOINLINE intptr_t wait_slow(struct cq_semaphore_s *s, cq_time_t timeout)
+{
+    for (uint32_t n = cq__spin_iterations(CQ__SPIN_WAIT_NS); n; n--) {
+        if (take_token(s)) {
+            return 0;
+        }
+        if (timeout == CQ_TIME_NOW) {
+            break;
+        }
+        cq__cpu_relax();
+    }
+    if (take_token(s)) {
+        return 0;
+    }
+    struct cq__deadline d;
+    cq__deadline_init(&d, timeout);
+    if (cq__deadline_passed(&d) && undo_wait(s)) {
+        return 1;
+    }
+    struct cq__block block;
+    cq__pool_block_begin(&block);
+    cq__add(&s->sleepers, 1, seq_cst);
+    intptr_t result = 0;
+    const struct cq__deadline *dl = &d;
+    for (;;) {
+        if (take_token(s)) {
+            break;
+        }
+        if (cq__futex_wait(&s->tokens, 0, dl) == ETIMEDOUT && !take_token(s)) {
+            if (undo_wait(s)) {
+                result = 1;
+                break;
+            }
+            dl = NULL; /* a signal counted us: its token is on the way */
+        }
+    }
+    cq__sub(&s->sleepers, 1, relaxed);
+    cq__pool_block_end(&block);
+    return result;
+}
+
+intptr_t cq_semaphore_wait(cq_semaphore_t sema, cq_time_t timeout)
+{
+    struct cq_semaphore_s *s = sema_check(sema, "cq_semaphore_wait");
+    /* acquire: pairs with the release increment of the signal that gave us the resource */
+    if (cq__likely(cq__sub(&s->value, 1, acquire) > 0)) {
+        return 0;
+    }
+    return wait_slow(s, timeout);
+}

@@ -1,0 +1,97 @@
+/*
+ * Task allocation (see task_internal.h).
+ */
+#include "task_internal.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <urcu/lfstack.h>
+
+#include "diag_internal.h"
+
+/* A batch in the depot: its first task's memory holds the header. */
+struct depot_batch {
+    struct cds_lfs_node node;
+    struct cq__task *rest; /* the other tasks of the batch, linked through item.next */
+    struct cq__task *last; /* the last of them */
+    uint32_t count;        /* tasks in the batch, including this one */
+};
+_Static_assert(sizeof(struct depot_batch) <= sizeof(struct cq__task), "batch header fits a task");
+
+#define SLAB_TASKS 256u
+
+static struct cds_lfs_stack depot;
+static pthread_once_t depot_once = PTHREAD_ONCE_INIT;
+
+static void depot_init(void)
+{
+    cds_lfs_init(&depot);
+}
+
+static void cache_push_list(struct cq__task *first, struct cq__task *last, uint32_t n)
+{
+    cq__store(&last->item.next, (struct cq__item *)cq__tls.cache, relaxed);
+    cq__tls.cache = first;
+    cq__tls.cache_count += n;
+}
+
+CQ_NOINLINE struct cq__task *cq__task_alloc_slow(void)
+{
+    pthread_once(&depot_once, depot_init);
+    cq__thread_exit_hook();
+    struct cds_lfs_node *node = cds_lfs_pop_blocking(&depot);
+    if (node) {
+        struct depot_batch *b = (struct depot_batch *)node;
+        struct cq__task *t = (struct cq__task *)b;
+        if (b->rest) {
+            cache_push_list(b->rest, b->last, b->count - 1);
+        }
+        return t;
+    }
+    struct cq__task *slab = aligned_alloc(64, SLAB_TASKS * sizeof(struct cq__task));
+    if (slab == NULL) {
+        cq__crash("out of memory allocating tasks");
+    }
+    for (uint32_t i = 1; i < SLAB_TASKS - 1; i++) {
+        atomic_init(&slab[i].item.next, &slab[i + 1].item);
+    }
+    atomic_init(&slab[SLAB_TASKS - 1].item.next, NULL);
+    cache_push_list(&slab[1], &slab[SLAB_TASKS - 1], SLAB_TASKS - 1);
+    return &slab[0];
+}
+
+/* Moves CQ__TASK_BATCH tasks from this thread's cache to the depot. */
+static void depot_push_batch(uint32_t n)
+{
+    struct cq__task *head = cq__tls.cache;
+    struct cq__task *last = head;
+    for (uint32_t i = 1; i < n; i++) {
+        last = (struct cq__task *)cq__load(&last->item.next, relaxed);
+    }
+    cq__tls.cache = (struct cq__task *)cq__load(&last->item.next, relaxed);
+    cq__tls.cache_count -= n;
+    cq__store(&last->item.next, NULL, relaxed);
+
+    struct depot_batch *b = (struct depot_batch *)head;
+    b->rest = n > 1 ? (struct cq__task *)cq__load(&head->item.next, relaxed) : NULL;
+    b->last = last;
+    b->count = n;
+    cds_lfs_node_init(&b->node);
+    cds_lfs_push(&depot, &b->node);
+}
+
+CQ_NOINLINE void cq__task_free_slow(void)
+{
+    pthread_once(&depot_once, depot_init);
+    cq__thread_exit_hook();
+    depot_push_batch(CQ__TASK_BATCH);
+}
+
+void cq__task_cache_flush(void)
+{
+    if (cq__tls.cache_count == 0) {
+        return;
+    }
+    pthread_once(&depot_once, depot_init);
+    depot_push_batch(cq__tls.cache_count);
+}

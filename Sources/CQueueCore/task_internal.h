@@ -1,0 +1,40 @@
+/*
+ * Task allocation: per-thread free lists, refilled from and drained to a shared depot of
+ * batches (a liburcu lock-free stack), so a producer thread and the consumer threads that free
+ * its tasks exchange memory a batch at a time. Tasks come from 64-byte-aligned slabs and are
+ * never returned to malloc.
+ */
+#ifndef CQ_TASK_INTERNAL_H
+#define CQ_TASK_INTERNAL_H
+
+#include "item_internal.h"
+#include "thread_internal.h"
+
+#define CQ__TASK_CACHE_MAX 512u  /* a thread keeps at most this many free tasks */
+#define CQ__TASK_BATCH 256u      /* tasks moved to or from the depot at once */
+
+CQ_INTERNAL struct cq__task *cq__task_alloc_slow(void);
+CQ_INTERNAL void cq__task_free_slow(void);
+CQ_INTERNAL void cq__task_cache_flush(void);
+
+CQ_INLINE struct cq__task *cq__task_alloc(void)
+{
+    struct cq__task *t = cq__tls.cache;
+    if (cq__likely(t != NULL)) {
+        cq__tls.cache = (struct cq__task *)cq__load(&t->item.next, relaxed);
+        cq__tls.cache_count--;
+        return t;
+    }
+    return cq__task_alloc_slow();
+}
+
+CQ_INLINE void cq__task_free(struct cq__task *t)
+{
+    cq__store(&t->item.next, (struct cq__item *)cq__tls.cache, relaxed);
+    cq__tls.cache = t;
+    if (cq__unlikely(++cq__tls.cache_count > CQ__TASK_CACHE_MAX)) {
+        cq__task_free_slow();
+    }
+}
+
+#endif /* CQ_TASK_INTERNAL_H */
