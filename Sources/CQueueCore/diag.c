@@ -59,7 +59,7 @@ const char *cq__describe(const void *object, char *buf, unsigned long size)
     const struct cq__object *o = object;
     if (o == NULL) {
         snprintf(buf, size, "NULL");
-    } else if (o->cls == NULL || o->cls->magic != CQ__CLASS_MAGIC) {
+    } else if (!cq__class_is_known(o->cls)) {
         snprintf(buf, size, "object %p", object);
     } else if (o->cls->kind == CQ__KIND_QUEUE) {
         snprintf(buf, size, "queue \"%s\" (%p)", ((const struct cq_queue_s *)o)->label, object);

@@ -25,8 +25,7 @@ struct cq__group_notify {
 
 static void group_dispose(struct cq__object *o);
 
-static const struct cq__class group_class = {
-    .magic = CQ__CLASS_MAGIC,
+const struct cq__class cq__group_class = {
     .kind = CQ__KIND_GROUP,
     .name = "group",
     .dispose = group_dispose,
@@ -34,7 +33,7 @@ static const struct cq__class group_class = {
 
 static inline struct cq_group_s *group_check(cq_group_t g, const char *call)
 {
-    if (cq__unlikely(g == NULL || g->obj.cls != &group_class)) {
+    if (cq__unlikely(g == NULL || g->obj.cls != &cq__group_class)) {
         cq__object_check(g, CQ__KIND_GROUP, call);
     }
     return g;
@@ -52,7 +51,7 @@ cq_group_t cq_group_create(void)
         errno = ENOMEM;
         return NULL;
     }
-    cq__object_init(&g->obj, &group_class);
+    cq__object_init(&g->obj, &cq__group_class);
     atomic_init(&g->state, 0);
     pthread_mutex_init(&g->notify_lock, NULL);
     g->notify_head = g->notify_tail = NULL;

@@ -22,13 +22,19 @@ void cq__object_init_immortal(struct cq__object *o, const struct cq__class *cls)
     atomic_init(&o->xref, CQ__IMMORTAL);
 }
 
+bool cq__class_is_known(const struct cq__class *cls)
+{
+    /* Compared by address, never dereferenced: a stray pointer is reported, not followed. */
+    return cls == &cq__queue_class || cls == &cq__semaphore_class || cls == &cq__group_class;
+}
+
 struct cq__object *cq__object_check(const void *object, enum cq__kind kind, const char *call)
 {
     const struct cq__object *o = object;
     if (cq__unlikely(o == NULL)) {
         cq__crash("%s: NULL object", call);
     }
-    if (cq__unlikely(o->cls == NULL || o->cls->magic != CQ__CLASS_MAGIC)) {
+    if (cq__unlikely(!cq__class_is_known(o->cls))) {
         cq__crash("%s: %p is not a CQueueCore object (or was already freed)", call, object);
     }
     if (cq__unlikely(kind != 0 && o->cls->kind != kind)) {

@@ -17,7 +17,6 @@
 #include "atomic_internal.h"
 
 #define CQ__IMMORTAL INT32_MAX
-#define CQ__CLASS_MAGIC 0x43514f42u /* "CQOB" */
 
 enum cq__kind {
     CQ__KIND_QUEUE = 1,
@@ -29,7 +28,6 @@ enum cq__kind {
 struct cq__object;
 
 struct cq__class {
-    uint32_t magic;
     enum cq__kind kind;
     const char *name;
     /* Last external release; may abort on misuse. NULL: nothing to check. */
@@ -48,6 +46,11 @@ struct cq__object {
     void *context;                 /* owner: the application (cq_set_context) */
     cq_function_t finalizer;       /* owner: the application (cq_set_finalizer_f) */
 };
+
+extern const struct cq__class cq__queue_class, cq__semaphore_class, cq__group_class;
+
+/* Whether cls is one of the classes above (compared by address). */
+CQ_INTERNAL bool cq__class_is_known(const struct cq__class *cls);
 
 CQ_INTERNAL void cq__object_init(struct cq__object *object, const struct cq__class *cls);
 CQ_INTERNAL void cq__object_init_immortal(struct cq__object *object, const struct cq__class *cls);

@@ -35,7 +35,6 @@ static void queue_suspend(struct cq__object *o);
 static void queue_resume(struct cq__object *o);
 
 const struct cq__class cq__queue_class = {
-    .magic = CQ__CLASS_MAGIC,
     .kind = CQ__KIND_QUEUE,
     .name = "queue",
     .xref_dispose = queue_xref_dispose,
@@ -444,6 +443,9 @@ void cq__item_invoke(struct cq__item *it)
     struct cq_queue_s *owner = it->owner;
     struct cq__frame f;
     if (owner) {
+        /* The width is ours to release now. A queue's embedded item is pushed again later,
+         * maybe to another target: it must not carry this owner along. */
+        it->owner = NULL;
         cq__frame_push(&f, owner, false);
     }
     switch (it->kind) {

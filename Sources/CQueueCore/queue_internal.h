@@ -70,7 +70,6 @@ struct cq_queue_s {
     struct cq__item *_Atomic head;
 };
 
-extern const struct cq__class cq__queue_class;
 extern struct cq_queue_s cq__root_queues[4];
 extern struct cq_queue_s cq__main_queue;
 

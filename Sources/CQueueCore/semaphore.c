@@ -31,8 +31,7 @@ struct cq_semaphore_s {
 static void semaphore_xref_dispose(struct cq__object *o);
 static void semaphore_dispose(struct cq__object *o);
 
-static const struct cq__class semaphore_class = {
-    .magic = CQ__CLASS_MAGIC,
+const struct cq__class cq__semaphore_class = {
     .kind = CQ__KIND_SEMAPHORE,
     .name = "semaphore",
     .xref_dispose = semaphore_xref_dispose,
@@ -41,7 +40,7 @@ static const struct cq__class semaphore_class = {
 
 static inline struct cq_semaphore_s *sema_check(cq_semaphore_t s, const char *call)
 {
-    if (cq__unlikely(s == NULL || s->obj.cls != &semaphore_class)) {
+    if (cq__unlikely(s == NULL || s->obj.cls != &cq__semaphore_class)) {
         cq__object_check(s, CQ__KIND_SEMAPHORE, call);
     }
     return s;
@@ -60,7 +59,7 @@ cq_semaphore_t cq_semaphore_create(intptr_t value)
         errno = ENOMEM;
         return NULL;
     }
-    cq__object_init(&s->obj, &semaphore_class);
+    cq__object_init(&s->obj, &cq__semaphore_class);
     atomic_init(&s->value, value);
     atomic_init(&s->tokens, 0);
     atomic_init(&s->sleepers, 0);
