@@ -1,0 +1,196 @@
+/*
+ * cq_apply_f: every index exactly once, nested applies (32x32x32) with an exact count, serial
+ * queues run the iterations one after another in order, applies from inside tasks, and an
+ * apply that completes while every worker is blocked.
+ */
+#include "cq_test.h"
+
+static void mark(void *ctx, size_t i)
+{
+    atomic_fetch_add(&((atomic_uchar *)ctx)[i], 1);
+}
+
+static void test_each_index_once(void)
+{
+    size_t sizes[] = {1, 2, 3, 7, 64, 1000, 100003};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t n = sizes[k];
+        atomic_uchar *seen = calloc(n, 1);
+        cq_apply_f(n, cq_get_global_queue(0, 0), seen, mark);
+        size_t bad = 0;
+        for (size_t i = 0; i < n; i++) {
+            bad += atomic_load(&seen[i]) != 1;
+        }
+        CHECK_EQ(bad, 0);
+        free(seen);
+    }
+    cq_apply_f(0, cq_get_global_queue(0, 0), NULL, mark); /* nothing to do */
+}
+
+/* ---- nested 32 x 32 x 32 ------------------------------------------------------------- */
+
+static atomic_long nested_total;
+
+static void level3(void *ctx, size_t i)
+{
+    (void)ctx;
+    (void)i;
+    atomic_fetch_add(&nested_total, 1);
+}
+
+static void level2(void *ctx, size_t i)
+{
+    (void)i;
+    cq_apply_f(32, cq_get_global_queue(0, 0), ctx, level3);
+}
+
+static void level1(void *ctx, size_t i)
+{
+    (void)i;
+    cq_apply_f(32, cq_get_global_queue(0, 0), ctx, level2);
+}
+
+static void test_nested(void)
+{
+    cq_apply_f(32, cq_get_global_queue(0, 0), NULL, level1);
+    CHECK_EQ(atomic_load(&nested_total), 32 * 32 * 32);
+}
+
+/* ---- serial queue: in order, one at a time, on the queue -------------------------------- */
+
+struct serial_check {
+    cq_queue_t q;
+    size_t next;
+    size_t bad;
+    atomic_int active;
+    atomic_int overlap;
+};
+
+static void serial_iter(void *ctx, size_t i)
+{
+    struct serial_check *s = ctx;
+    if (atomic_fetch_add(&s->active, 1) != 0) {
+        atomic_fetch_add(&s->overlap, 1);
+    }
+    if (i != s->next || !cq_queue_is_current(s->q)) {
+        s->bad++;
+    }
+    s->next = i + 1;
+    atomic_fetch_sub(&s->active, 1);
+}
+
+static void test_serial_queue(void)
+{
+    struct serial_check s = {cq_queue_create("apply-serial", NULL), 0, 0, 0, 0};
+    cq_apply_f(10000, s.q, &s, serial_iter);
+    CHECK_EQ(s.next, 10000);
+    CHECK_EQ(s.bad, 0);
+    CHECK_EQ(atomic_load(&s.overlap), 0);
+    /* A concurrent queue targeting a serial one is serial too. */
+    cq_queue_t c = cq_queue_create("apply-c-on-serial", CQ_QUEUE_CONCURRENT);
+    cq_set_target_queue(c, s.q);
+    s.next = 0;
+    cq_apply_f(5000, c, &s, serial_iter);
+    CHECK_EQ(s.next, 5000);
+    CHECK_EQ(atomic_load(&s.overlap), 0);
+    cq_release(c);
+    cq_release(s.q);
+}
+
+/* ---- custom concurrent queue: iterations run on it --------------------------------------- */
+
+struct on_queue {
+    cq_queue_t q;
+    atomic_long off_queue;
+    atomic_long count;
+};
+
+static void on_queue_iter(void *ctx, size_t i)
+{
+    (void)i;
+    struct on_queue *o = ctx;
+    if (!cq_queue_is_current(o->q)) {
+        atomic_fetch_add(&o->off_queue, 1);
+    }
+    atomic_fetch_add(&o->count, 1);
+}
+
+static void test_concurrent_queue(void)
+{
+    struct on_queue o = {cq_queue_create("apply-conc", CQ_QUEUE_CONCURRENT), 0, 0};
+    cq_apply_f(20000, o.q, &o, on_queue_iter);
+    CHECK_EQ(atomic_load(&o.count), 20000);
+    CHECK_EQ(atomic_load(&o.off_queue), 0);
+    cq_release(o.q);
+}
+
+/* ---- apply from inside tasks ----------------------------------------------------------- */
+
+static atomic_long from_tasks;
+
+static void count_iter(void *ctx, size_t i)
+{
+    (void)ctx;
+    (void)i;
+    atomic_fetch_add(&from_tasks, 1);
+}
+
+static void task_applies(void *ctx)
+{
+    (void)ctx;
+    cq_apply_f(1000, cq_get_global_queue(0, 0), NULL, count_iter);
+}
+
+static void test_apply_in_tasks(void)
+{
+    cq_group_t g = cq_group_create();
+    for (int i = 0; i < 16; i++) {
+        cq_group_async_f(g, cq_get_global_queue(0, 0), NULL, task_applies);
+    }
+    WAIT_GROUP(g);
+    CHECK_EQ(atomic_load(&from_tasks), 16000);
+    cq_release(g);
+}
+
+/* ---- every worker blocked: the caller runs every chunk itself --------------------------- */
+
+static void block_worker(void *ctx)
+{
+    cq_semaphore_wait(ctx, cq_test_deadline());
+}
+
+static void test_apply_with_blocked_workers(void)
+{
+    struct cq_runtime_info info;
+    cq_runtime_get_info(&info);
+    cq_semaphore_t gate = cq_semaphore_create(0);
+    cq_group_t g = cq_group_create();
+    for (uint32_t i = 0; i < info.workers * 4; i++) {
+        cq_group_async_f(g, cq_get_global_queue(0, 0), gate, block_worker);
+    }
+    atomic_uchar *seen = calloc(50000, 1);
+    cq_apply_f(50000, cq_get_global_queue(0, 0), seen, mark);
+    size_t bad = 0;
+    for (size_t i = 0; i < 50000; i++) {
+        bad += atomic_load(&seen[i]) != 1;
+    }
+    CHECK_EQ(bad, 0);
+    for (uint32_t i = 0; i < info.workers * 4; i++) {
+        cq_semaphore_signal(gate);
+    }
+    WAIT_GROUP(g);
+    free(seen);
+    cq_release(g);
+    cq_release(gate);
+}
+
+int main(void)
+{
+    RUN(test_each_index_once);
+    RUN(test_nested);
+    RUN(test_serial_queue);
+    RUN(test_concurrent_queue);
+    RUN(test_apply_in_tasks);
+    RUN(test_apply_with_blocked_workers);
+    TEST_MAIN_END();
+}

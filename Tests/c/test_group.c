@@ -1,0 +1,252 @@
+/*
+ * Groups: wait on an empty group, enter/leave, waits that time out, notify when empty (at once
+ * if already empty), several notifies in registration order, reuse, waiters on many threads,
+ * group tasks keeping a released group alive.
+ */
+#include <pthread.h>
+
+#include "cq_test.h"
+
+static void noop(void *ctx)
+{
+    (void)ctx;
+}
+
+static void increment(void *ctx)
+{
+    atomic_fetch_add((atomic_long *)ctx, 1);
+}
+
+static void test_empty_and_enter_leave(void)
+{
+    cq_group_t g = cq_group_create();
+    CHECK_EQ(cq_group_wait(g, CQ_TIME_NOW), 0);
+    CHECK_EQ(cq_group_wait(g, CQ_TIME_FOREVER), 0);
+    cq_group_enter(g);
+    cq_group_enter(g);
+    CHECK(cq_group_wait(g, CQ_TIME_NOW) != 0);
+    cq_group_leave(g);
+    CHECK(cq_group_wait(g, CQ_TIME_NOW) != 0);
+    cq_group_leave(g);
+    CHECK_EQ(cq_group_wait(g, CQ_TIME_NOW), 0);
+    cq_release(g);
+}
+
+static void test_wait_times_out(void)
+{
+    cq_group_t g = cq_group_create();
+    cq_group_enter(g);
+    uint64_t t0 = cq_test_now_ns();
+    CHECK(cq_group_wait(g, cq_time(CQ_TIME_NOW, 40 * 1000000ll)) != 0);
+    CHECK(cq_test_now_ns() - t0 >= 40 * 1000000ull);
+    CHECK(cq_group_wait(g, cq_walltime(NULL, 10 * 1000000ll)) != 0);
+    cq_group_leave(g);
+    CHECK_EQ(cq_group_wait(g, cq_time(CQ_TIME_NOW, 40 * 1000000ll)), 0);
+    cq_release(g);
+}
+
+/* ---- group_async: the wait sees every task's effects --------------------------------- */
+
+static void test_group_async_counts(void)
+{
+    cq_group_t g = cq_group_create();
+    atomic_long n = 0;
+    cq_queue_t serial = cq_queue_create("g-serial", NULL);
+    cq_queue_t conc = cq_queue_create("g-conc", CQ_QUEUE_CONCURRENT);
+    for (int round = 0; round < 20; round++) {
+        for (int i = 0; i < 1000; i++) {
+            cq_group_async_f(g, cq_get_global_queue(0, 0), &n, increment);
+            cq_group_async_f(g, serial, &n, increment);
+            cq_group_async_f(g, conc, &n, increment);
+        }
+        WAIT_GROUP(g);
+        CHECK_EQ(atomic_load(&n), (round + 1) * 3000l);
+    }
+    cq_release(serial);
+    cq_release(conc);
+    cq_release(g);
+}
+
+/* ---- notify: registration order, reuse, already-empty ---------------------------------- */
+
+struct notify_log {
+    int order[8];
+    int len;
+    cq_semaphore_t done;
+    atomic_long *count_at_notify;
+    long seen;
+};
+
+static struct notify_log nlog;
+
+static void log_notify(void *ctx)
+{
+    nlog.order[nlog.len++] = (int)(intptr_t)ctx;
+    if ((intptr_t)ctx == 0) {
+        nlog.seen = atomic_load(nlog.count_at_notify);
+    }
+    cq_semaphore_signal(nlog.done);
+}
+
+static void slow_increment(void *ctx)
+{
+    for (volatile int i = 0; i < 10000; i++) {
+    }
+    increment(ctx);
+}
+
+static void test_notify_order_and_reuse(void)
+{
+    nlog.done = cq_semaphore_create(0);
+    cq_queue_t serial = cq_queue_create("notify", NULL);
+    cq_group_t g = cq_group_create();
+    atomic_long n = 0;
+    nlog.count_at_notify = &n;
+    for (int round = 0; round < 3; round++) {
+        nlog.len = 0;
+        cq_group_enter(g); /* holds the group busy while the notifies are registered */
+        for (int i = 0; i < 50; i++) {
+            cq_group_async_f(g, cq_get_global_queue(0, 0), &n, slow_increment);
+        }
+        for (intptr_t k = 0; k < 4; k++) {
+            cq_group_notify_f(g, serial, (void *)k, log_notify);
+        }
+        cq_group_leave(g);
+        for (int k = 0; k < 4; k++) {
+            WAIT_SEMA(nlog.done);
+        }
+        CHECK_EQ(nlog.len, 4);
+        for (int k = 0; k < 4; k++) {
+            CHECK_EQ(nlog.order[k], k);
+        }
+        CHECK_EQ(nlog.seen, (round + 1) * 50l); /* ran after every task of the group */
+    }
+    /* Already empty: the notify is scheduled at once. */
+    nlog.len = 0;
+    cq_group_notify_f(g, serial, (void *)7, log_notify);
+    WAIT_SEMA(nlog.done);
+    CHECK_EQ(nlog.order[0], 7);
+    cq_release(g);
+    cq_release(serial);
+    cq_release(nlog.done);
+}
+
+/* ---- a released group lives until its tasks and notifies are done ------------------------- */
+
+static void signal_it(void *ctx)
+{
+    cq_semaphore_signal(ctx);
+}
+
+static void test_released_group_alive(void)
+{
+    cq_semaphore_t done = cq_semaphore_create(0);
+    atomic_long n = 0;
+    for (int k = 0; k < 100; k++) {
+        cq_group_t g = cq_group_create();
+        for (int i = 0; i < 20; i++) {
+            cq_group_async_f(g, cq_get_global_queue(0, 0), &n, increment);
+        }
+        cq_group_notify_f(g, cq_get_global_queue(0, 0), done, signal_it);
+        cq_release(g);
+    }
+    for (int k = 0; k < 100; k++) {
+        WAIT_SEMA(done);
+    }
+    CHECK_EQ(atomic_load(&n), 2000);
+    cq_release(done);
+}
+
+/* ---- several threads wait on one group -------------------------------------------------- */
+
+static cq_group_t shared_group;
+static atomic_int woke;
+
+static void *group_waiter(void *p)
+{
+    (void)p;
+    if (cq_group_wait(shared_group, cq_test_deadline()) == 0) {
+        atomic_fetch_add(&woke, 1);
+    }
+    return NULL;
+}
+
+static void group_waiter_task(void *ctx)
+{
+    group_waiter(ctx);
+}
+
+static void release_gate(void *ctx)
+{
+    cq_semaphore_wait(ctx, cq_test_deadline());
+}
+
+static void test_many_waiters(void)
+{
+    shared_group = cq_group_create();
+    cq_semaphore_t gate = cq_semaphore_create(0);
+    cq_group_async_f(shared_group, cq_get_global_queue(0, 0), gate, release_gate);
+    pthread_t th[6];
+    for (int i = 0; i < 6; i++) {
+        pthread_create(&th[i], NULL, group_waiter, NULL);
+    }
+    /* Waiters in the pool too. */
+    cq_group_t inner = cq_group_create();
+    for (int i = 0; i < 4; i++) {
+        cq_group_async_f(inner, cq_get_global_queue(0, 0), NULL, group_waiter_task);
+    }
+    cq_semaphore_wait(gate, cq_time(CQ_TIME_NOW, 20 * 1000000ll)); /* let them sleep */
+    cq_semaphore_signal(gate);
+    for (int i = 0; i < 6; i++) {
+        pthread_join(th[i], NULL);
+    }
+    WAIT_GROUP(inner);
+    CHECK_EQ(atomic_load(&woke), 10);
+    cq_release(inner);
+    cq_release(shared_group);
+    cq_release(gate);
+}
+
+/* ---- enter/leave from many threads: the group empties exactly once per cycle ------------ */
+
+static cq_group_t hammer_g;
+
+static void *hammer(void *p)
+{
+    (void)p;
+    for (int i = 0; i < 100000; i++) {
+        cq_group_enter(hammer_g);
+        cq_group_leave(hammer_g);
+    }
+    return NULL;
+}
+
+static void test_enter_leave_threads(void)
+{
+    hammer_g = cq_group_create();
+    cq_group_enter(hammer_g);
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        pthread_create(&th[i], NULL, hammer, NULL);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+    }
+    CHECK(cq_group_wait(hammer_g, CQ_TIME_NOW) != 0); /* our own enter is still there */
+    cq_group_leave(hammer_g);
+    CHECK_EQ(cq_group_wait(hammer_g, CQ_TIME_NOW), 0);
+    cq_sync_f(cq_get_global_queue(0, 0), NULL, noop);
+    cq_release(hammer_g);
+}
+
+int main(void)
+{
+    RUN(test_empty_and_enter_leave);
+    RUN(test_wait_times_out);
+    RUN(test_group_async_counts);
+    RUN(test_notify_order_and_reuse);
+    RUN(test_released_group_alive);
+    RUN(test_many_waiters);
+    RUN(test_enter_leave_threads);
+    TEST_MAIN_END();
+}

@@ -1,0 +1,261 @@
+/*
+ * Waiting never starves the pool:
+ *   - fork-join recursion that waits on a group inside each task (fib(30), cutoff 12) completes,
+ *     with the thread count bounded;
+ *   - sync onto busy queues from many workers at once;
+ *   - tasks blocked outside the runtime (blocking reads, long spins) do not keep other queues
+ *     from running: the monitor adds threads (31 queues spin until the 32nd sets a flag; many
+ *     blocked readers while one more short task must run);
+ *   - an idle process sees no wake-ups from the runtime's threads.
+ */
+#include <dirent.h>
+#include <pthread.h>
+
+#include "cq_test.h"
+
+/* ---- fork-join ---------------------------------------------------------------------- */
+
+#define CUTOFF 12
+
+static long fib_seq(long n)
+{
+    return n < 2 ? n : fib_seq(n - 1) + fib_seq(n - 2);
+}
+
+struct fib {
+    long n;
+    long result;
+};
+
+static void fib_task(void *ctx)
+{
+    struct fib *f = ctx;
+    if (f->n < CUTOFF) {
+        f->result = fib_seq(f->n);
+        return;
+    }
+    struct fib a = {f->n - 1, 0}, b = {f->n - 2, 0};
+    cq_group_t g = cq_group_create();
+    cq_group_async_f(g, cq_get_global_queue(0, 0), &a, fib_task);
+    cq_group_async_f(g, cq_get_global_queue(0, 0), &b, fib_task);
+    cq_group_wait(g, CQ_TIME_FOREVER);
+    cq_release(g);
+    f->result = a.result + b.result;
+}
+
+static void test_fork_join_fib(void)
+{
+    struct fib f = {30, 0};
+    uint64_t t0 = cq_test_now_ns();
+    cq_group_t g = cq_group_create();
+    cq_group_async_f(g, cq_get_global_queue(0, 0), &f, fib_task);
+    WAIT_GROUP(g); /* generous: it takes milliseconds; libdispatch deadlocks here */
+    uint64_t ms = (cq_test_now_ns() - t0) / 1000000;
+    CHECK_EQ(f.result, 832040);
+    struct cq_runtime_info info;
+    cq_runtime_get_info(&info);
+    fprintf(stderr, "   fib(30): %llu ms, threads peak %u (limit %u), hand-offs %llu\n",
+            (unsigned long long)ms, info.threads_peak, info.thread_limit,
+            (unsigned long long)info.handoffs);
+    CHECK(info.threads_peak <= info.thread_limit);
+    CHECK_EQ(info.limit_reached, 0);
+    cq_release(g);
+}
+
+/* ---- many workers syncing onto busy serial queues -------------------------------------- */
+
+static cq_queue_t busy[4];
+static long busy_count[4];
+
+static void busy_inc(void *ctx)
+{
+    long i = (long)ctx;
+    busy_count[i]++;
+    for (volatile int k = 0; k < 500; k++) {
+    }
+}
+
+static void sync_storm(void *ctx)
+{
+    long me = (long)ctx;
+    for (int k = 0; k < 200; k++) {
+        long i = (me + k) % 4;
+        cq_async_f(busy[i], (void *)i, busy_inc);
+        cq_sync_f(busy[i], (void *)i, busy_inc);
+    }
+}
+
+static void test_sync_storm(void)
+{
+    for (int i = 0; i < 4; i++) {
+        busy[i] = cq_queue_create("busy", NULL);
+    }
+    cq_group_t g = cq_group_create();
+    for (long t = 0; t < 64; t++) {
+        cq_group_async_f(g, cq_get_global_queue(0, 0), (void *)t, sync_storm);
+    }
+    WAIT_GROUP(g);
+    long total = 0;
+    for (int i = 0; i < 4; i++) {
+        cq_sync_f(busy[i], (void *)(long)i, busy_inc);
+        total += busy_count[i];
+        cq_release(busy[i]);
+    }
+    CHECK_EQ(total, 64 * 200 * 2 + 4);
+    cq_release(g);
+}
+
+/* ---- 31 spinning tasks wait for the 32nd queue's task --------------------------------- */
+
+static atomic_bool flag;
+
+static void spin_until_flag(void *ctx)
+{
+    (void)ctx;
+    while (!atomic_load(&flag)) {
+        cq_test_now_ns(); /* a busy task that never blocks */
+    }
+}
+
+static void set_flag(void *ctx)
+{
+    (void)ctx;
+    atomic_store(&flag, true);
+}
+
+static void test_spinners_do_not_starve(void)
+{
+    cq_queue_t q[32];
+    cq_group_t g = cq_group_create();
+    for (int i = 0; i < 32; i++) {
+        q[i] = cq_queue_create("spinner", NULL);
+    }
+    for (int i = 0; i < 31; i++) {
+        cq_group_async_f(g, q[i], NULL, spin_until_flag);
+    }
+    cq_group_async_f(g, q[31], NULL, set_flag);
+    WAIT_GROUP(g);
+    CHECK(atomic_load(&flag));
+    for (int i = 0; i < 32; i++) {
+        cq_release(q[i]);
+    }
+    cq_release(g);
+}
+
+/* ---- tasks blocked in read(2) while one more short task must run ------------------------ */
+
+struct blocked_reads {
+    int fds[64][2];
+    int n;
+    atomic_int unblocked;
+};
+
+static atomic_int reads_done;
+
+static void blocking_read(void *ctx)
+{
+    int *fd = ctx;
+    char c;
+    if (read(fd[0], &c, 1) == 1) { /* blocks until release_readers writes */
+        atomic_fetch_add(&reads_done, 1);
+    }
+}
+
+static void release_readers(void *ctx)
+{
+    struct blocked_reads *b = ctx;
+    for (int i = 0; i < b->n; i++) {
+        if (write(b->fds[i][1], "x", 1) == 1) {
+            atomic_fetch_add(&b->unblocked, 1);
+        }
+    }
+}
+
+static void test_blocked_readers(void)
+{
+    struct cq_runtime_info info;
+    cq_runtime_get_info(&info);
+    struct blocked_reads b = {.n = (int)info.workers * 4};
+    if (b.n > 64) {
+        b.n = 64;
+    }
+    cq_group_t g = cq_group_create();
+    for (int i = 0; i < b.n; i++) {
+        REQUIRE(pipe(b.fds[i]) == 0);
+        cq_group_async_f(g, cq_get_global_queue(0, 0), b.fds[i], blocking_read);
+    }
+    /* Every worker is now stuck in read(); this task only runs if the monitor adds a thread. */
+    cq_queue_t other = cq_queue_create("unblocker", NULL);
+    uint64_t t0 = cq_test_now_ns();
+    cq_group_async_f(g, other, &b, release_readers);
+    WAIT_GROUP(g);
+    uint64_t ms = (cq_test_now_ns() - t0) / 1000000;
+    CHECK_EQ(atomic_load(&b.unblocked), b.n);
+    CHECK_EQ(atomic_load(&reads_done), b.n);
+    cq_runtime_get_info(&info);
+    fprintf(stderr, "   %d blocked readers released after %llu ms; monitor added %llu\n", b.n,
+            (unsigned long long)ms, (unsigned long long)info.monitor_spawns);
+    CHECK(info.monitor_spawns > 0);
+    for (int i = 0; i < b.n; i++) {
+        close(b.fds[i][0]);
+        close(b.fds[i][1]);
+    }
+    cq_release(other);
+    cq_release(g);
+}
+
+/* ---- an idle process: the runtime's threads do not wake up ------------------------------ */
+
+static long runtime_thread_switches(void)
+{
+    long total = 0;
+    DIR *d = opendir("/proc/self/task");
+    REQUIRE(d != NULL);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.') {
+            continue;
+        }
+        char path[300], line[256], name[64] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f == NULL) {
+            continue;
+        }
+        long switches = 0;
+        while (fgets(line, sizeof line, f)) {
+            sscanf(line, "Name: %63s", name);
+            sscanf(line, "voluntary_ctxt_switches: %ld", &switches);
+        }
+        fclose(f);
+        if (strncmp(name, "cq-", 3) == 0) {
+            total += switches;
+        }
+    }
+    closedir(d);
+    return total;
+}
+
+static void test_idle_no_wakeups(void)
+{
+    /* Let the pool and the monitor settle after the previous tests (extra threads retire,
+     * searchers park, the monitor goes quiet). */
+    cq_semaphore_t s = cq_semaphore_create(0);
+    cq_semaphore_wait(s, cq_time(CQ_TIME_NOW, 300 * 1000000ll));
+    long before = runtime_thread_switches();
+    cq_semaphore_wait(s, cq_time(CQ_TIME_NOW, 500 * 1000000ll)); /* half a second of idling */
+    long after = runtime_thread_switches();
+    fprintf(stderr, "   runtime thread wake-ups while idle for 0.5 s: %ld\n", after - before);
+    CHECK_EQ(after - before, 0);
+    cq_release(s);
+}
+
+int main(void)
+{
+    RUN(test_fork_join_fib);
+    RUN(test_sync_storm);
+    RUN(test_spinners_do_not_starve);
+    RUN(test_blocked_readers);
+    RUN(test_idle_no_wakeups);
+    TEST_MAIN_END();
+}

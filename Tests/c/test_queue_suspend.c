@@ -1,0 +1,219 @@
+/*
+ * Suspend / resume: no task starts while suspended, counts nest, the backlog runs in order on
+ * resume, and suspend/resume under load from many threads never loses or repeats a task.
+ */
+#include <pthread.h>
+
+#include "cq_test.h"
+
+static void noop(void *ctx)
+{
+    (void)ctx;
+}
+
+static void count(void *ctx)
+{
+    atomic_fetch_add((atomic_long *)ctx, 1);
+}
+
+/* ---- no task starts while suspended; counts nest --------------------------------------- */
+
+static void test_suspend_holds_tasks(void)
+{
+    cq_queue_t q = cq_queue_create("suspend", NULL);
+    atomic_long n = 0;
+    cq_suspend(q);
+    cq_suspend(q);
+    for (int i = 0; i < 1000; i++) {
+        cq_async_f(q, &n, count);
+    }
+    /* Let time pass (a timed-out wait, not a wait for the event): nothing may run. */
+    cq_semaphore_t idle = cq_semaphore_create(0);
+    cq_semaphore_wait(idle, cq_time(CQ_TIME_NOW, 20 * 1000000ll));
+    CHECK_EQ(atomic_load(&n), 0);
+    cq_resume(q);
+    cq_semaphore_wait(idle, cq_time(CQ_TIME_NOW, 20 * 1000000ll));
+    CHECK_EQ(atomic_load(&n), 0); /* still suspended once */
+    cq_resume(q);
+    cq_sync_f(q, NULL, noop);
+    CHECK_EQ(atomic_load(&n), 1000);
+    cq_release(q);
+    cq_release(idle);
+}
+
+/* ---- suspending from inside a task stops the queue after that task ------------------------ */
+
+struct self_suspend {
+    cq_queue_t q;
+    atomic_long ran;
+};
+
+static void suspend_self(void *ctx)
+{
+    struct self_suspend *s = ctx;
+    atomic_fetch_add(&s->ran, 1);
+    cq_suspend(s->q);
+}
+
+static void bump_ran(void *ctx)
+{
+    atomic_fetch_add(&((struct self_suspend *)ctx)->ran, 1);
+}
+
+static void test_suspend_between_tasks(void)
+{
+    struct self_suspend s = {cq_queue_create("self-suspend", NULL), 0};
+    cq_async_f(s.q, &s, suspend_self);
+    for (int i = 0; i < 100; i++) {
+        cq_async_f(s.q, &s, bump_ran);
+    }
+    cq_semaphore_t idle = cq_semaphore_create(0);
+    cq_semaphore_wait(idle, cq_time(CQ_TIME_NOW, 20 * 1000000ll));
+    CHECK_EQ(atomic_load(&s.ran), 1); /* only the suspending task ran */
+    cq_resume(s.q);
+    cq_sync_f(s.q, NULL, noop);
+    CHECK_EQ(atomic_load(&s.ran), 101);
+    cq_release(s.q);
+    cq_release(idle);
+}
+
+/* ---- FIFO across suspension ---------------------------------------------------------- */
+
+static long order_next, order_bad;
+
+static void ordered(void *ctx)
+{
+    long i = (long)ctx;
+    if (i != order_next) {
+        order_bad++;
+    }
+    order_next = i + 1;
+}
+
+static void test_backlog_in_order(void)
+{
+    cq_queue_t q = cq_queue_create("order", NULL);
+    long i = 0;
+    for (int round = 0; round < 50; round++) {
+        cq_suspend(q);
+        for (int k = 0; k < 200; k++, i++) {
+            cq_async_f(q, (void *)i, ordered);
+        }
+        cq_resume(q);
+        for (int k = 0; k < 100; k++, i++) {
+            cq_async_f(q, (void *)i, ordered);
+        }
+    }
+    cq_sync_f(q, NULL, noop);
+    CHECK_EQ(order_next, i);
+    CHECK_EQ(order_bad, 0);
+    cq_release(q);
+}
+
+/* ---- concurrent queue: suspended tasks wait, barrier after resume ------------------------ */
+
+static void test_concurrent_suspend(void)
+{
+    cq_queue_t q = cq_queue_create("c-suspend", CQ_QUEUE_CONCURRENT);
+    atomic_long n = 0;
+    cq_suspend(q);
+    for (int i = 0; i < 500; i++) {
+        cq_async_f(q, &n, count);
+    }
+    cq_semaphore_t idle = cq_semaphore_create(0);
+    cq_semaphore_wait(idle, cq_time(CQ_TIME_NOW, 20 * 1000000ll));
+    CHECK_EQ(atomic_load(&n), 0);
+    cq_resume(q);
+    cq_barrier_sync_f(q, NULL, noop);
+    CHECK_EQ(atomic_load(&n), 500);
+    cq_release(q);
+    cq_release(idle);
+}
+
+/* ---- under load: producers, suspenders and resumers on many threads ---------------------- */
+
+#define LOAD_QUEUES 8
+#define LOAD_PRODUCERS 4
+#define LOAD_TASKS 20000
+
+static cq_queue_t load_q[LOAD_QUEUES];
+static atomic_uchar *ran_count; /* one slot per task: each must end at exactly 1 */
+static atomic_long ran_total;
+
+static void load_task(void *ctx)
+{
+    uintptr_t id = (uintptr_t)ctx;
+    atomic_fetch_add(&ran_count[id], 1);
+    atomic_fetch_add(&ran_total, 1);
+}
+
+static void *load_producer(void *arg)
+{
+    uintptr_t p = (uintptr_t)arg;
+    for (uintptr_t i = 0; i < LOAD_TASKS; i++) {
+        uintptr_t id = p * LOAD_TASKS + i;
+        cq_async_f(load_q[id % LOAD_QUEUES], (void *)id, load_task);
+    }
+    return NULL;
+}
+
+static atomic_bool load_done;
+
+static void *suspender(void *arg)
+{
+    uintptr_t k = (uintptr_t)arg;
+    unsigned seed = (unsigned)k;
+    while (!atomic_load(&load_done)) {
+        cq_queue_t q = load_q[rand_r(&seed) % LOAD_QUEUES];
+        cq_suspend(q);
+        for (volatile int i = 0; i < 1000; i++) {
+        }
+        cq_resume(q);
+    }
+    return NULL;
+}
+
+static void test_suspend_under_load(void)
+{
+    ran_count = calloc(LOAD_PRODUCERS * LOAD_TASKS, 1);
+    for (int i = 0; i < LOAD_QUEUES; i++) {
+        load_q[i] = cq_queue_create("load", i % 2 ? CQ_QUEUE_CONCURRENT : CQ_QUEUE_SERIAL);
+    }
+    pthread_t prod[LOAD_PRODUCERS], susp[3];
+    for (uintptr_t i = 0; i < 3; i++) {
+        pthread_create(&susp[i], NULL, suspender, (void *)i);
+    }
+    for (uintptr_t i = 0; i < LOAD_PRODUCERS; i++) {
+        pthread_create(&prod[i], NULL, load_producer, (void *)i);
+    }
+    for (int i = 0; i < LOAD_PRODUCERS; i++) {
+        pthread_join(prod[i], NULL);
+    }
+    atomic_store(&load_done, true);
+    for (int i = 0; i < 3; i++) {
+        pthread_join(susp[i], NULL);
+    }
+    for (int i = 0; i < LOAD_QUEUES; i++) {
+        cq_barrier_sync_f(load_q[i], NULL, noop);
+    }
+    CHECK_EQ(atomic_load(&ran_total), LOAD_PRODUCERS * LOAD_TASKS);
+    long bad = 0;
+    for (long i = 0; i < LOAD_PRODUCERS * LOAD_TASKS; i++) {
+        bad += atomic_load(&ran_count[i]) != 1;
+    }
+    CHECK_EQ(bad, 0);
+    for (int i = 0; i < LOAD_QUEUES; i++) {
+        cq_release(load_q[i]);
+    }
+    free(ran_count);
+}
+
+int main(void)
+{
+    RUN(test_suspend_holds_tasks);
+    RUN(test_suspend_between_tasks);
+    RUN(test_backlog_in_order);
+    RUN(test_concurrent_suspend);
+    RUN(test_suspend_under_load);
+    TEST_MAIN_END();
+}

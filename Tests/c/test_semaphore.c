@@ -1,0 +1,236 @@
+/*
+ * Semaphores: counting, timeouts that actually time out and restore the count, signal return
+ * values, many waiters and signallers with exact totals, ping-pong between threads.
+ */
+#include <pthread.h>
+
+#include "cq_test.h"
+
+static void test_counting(void)
+{
+    cq_semaphore_t s = cq_semaphore_create(3);
+    REQUIRE(s != NULL);
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ(cq_semaphore_wait(s, CQ_TIME_NOW), 0);
+    }
+    CHECK(cq_semaphore_wait(s, CQ_TIME_NOW) != 0); /* exhausted: a try fails */
+    CHECK_EQ(cq_semaphore_signal(s), 0);           /* nobody waits: returns 0 */
+    CHECK_EQ(cq_semaphore_wait(s, CQ_TIME_NOW), 0);
+    for (int i = 0; i < 3; i++) {
+        cq_semaphore_signal(s);
+    }
+    cq_release(s); /* back at its initial value: fine */
+}
+
+static void test_timeout_restores_count(void)
+{
+    cq_semaphore_t s = cq_semaphore_create(0);
+    uint64_t t0 = cq_test_now_ns();
+    CHECK(cq_semaphore_wait(s, cq_time(CQ_TIME_NOW, 50 * 1000000ll)) != 0);
+    uint64_t waited = cq_test_now_ns() - t0;
+    CHECK(waited >= 50 * 1000000ull);
+    /* The timed-out waiter gave its decrement back: one signal makes one resource. */
+    cq_semaphore_signal(s);
+    CHECK_EQ(cq_semaphore_wait(s, CQ_TIME_NOW), 0);
+    CHECK(cq_semaphore_wait(s, CQ_TIME_NOW) != 0);
+    /* Many short timeouts in a row leave the count intact. */
+    for (int i = 0; i < 100; i++) {
+        CHECK(cq_semaphore_wait(s, cq_time(CQ_TIME_NOW, 10000)) != 0);
+    }
+    cq_semaphore_signal(s);
+    cq_semaphore_signal(s);
+    CHECK_EQ(cq_semaphore_wait(s, CQ_TIME_NOW), 0);
+    CHECK_EQ(cq_semaphore_wait(s, CQ_TIME_NOW), 0);
+    CHECK(cq_semaphore_wait(s, CQ_TIME_NOW) != 0);
+    cq_release(s);
+}
+
+struct waiter_arg {
+    cq_semaphore_t s;
+    cq_semaphore_t ready;
+    intptr_t result;
+};
+
+static void *blocked_waiter(void *p)
+{
+    struct waiter_arg *a = p;
+    cq_semaphore_signal(a->ready);
+    a->result = cq_semaphore_wait(a->s, cq_test_deadline());
+    return NULL;
+}
+
+static void test_signal_wakes_sleeper(void)
+{
+    struct waiter_arg a = {cq_semaphore_create(0), cq_semaphore_create(0), -1};
+    pthread_t th;
+    pthread_create(&th, NULL, blocked_waiter, &a);
+    WAIT_SEMA(a.ready);
+    /* Let it go to sleep (past its spin phase); the signal must still reach it. */
+    cq_semaphore_wait(a.ready, cq_time(CQ_TIME_NOW, 50 * 1000000ll));
+    CHECK(cq_semaphore_signal(a.s) != 0); /* a waiter was there: non-zero */
+    pthread_join(th, NULL);
+    CHECK_EQ(a.result, 0);
+    cq_release(a.s);
+    cq_release(a.ready);
+}
+
+/* ---- many threads: every signal is consumed by exactly one wait --------------------------- */
+
+#define THREADS 6
+#define PER_THREAD 20000
+
+static cq_semaphore_t shared;
+static atomic_long consumed;
+
+static void *consumer(void *p)
+{
+    (void)p;
+    for (int i = 0; i < PER_THREAD; i++) {
+        if (cq_semaphore_wait(shared, cq_test_deadline()) == 0) {
+            atomic_fetch_add(&consumed, 1);
+        }
+    }
+    return NULL;
+}
+
+static void *producer(void *p)
+{
+    (void)p;
+    for (int i = 0; i < PER_THREAD; i++) {
+        cq_semaphore_signal(shared);
+    }
+    return NULL;
+}
+
+static void test_many_threads_exact(void)
+{
+    shared = cq_semaphore_create(0);
+    pthread_t c[THREADS], p[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        pthread_create(&c[i], NULL, consumer, NULL);
+        pthread_create(&p[i], NULL, producer, NULL);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(p[i], NULL);
+        pthread_join(c[i], NULL);
+    }
+    CHECK_EQ(atomic_load(&consumed), THREADS * PER_THREAD);
+    CHECK(cq_semaphore_wait(shared, CQ_TIME_NOW) != 0); /* nothing left over */
+    cq_release(shared);
+}
+
+/* ---- timeouts racing with signals: the count stays exact ------------------------------ */
+
+static atomic_long got;
+static cq_semaphore_t racy;
+
+static void *timed_consumer(void *p)
+{
+    (void)p;
+    for (int i = 0; i < 5000; i++) {
+        if (cq_semaphore_wait(racy, cq_time(CQ_TIME_NOW, 2000)) == 0) {
+            atomic_fetch_add(&got, 1);
+        }
+    }
+    return NULL;
+}
+
+static void test_timeouts_racing_signals(void)
+{
+    racy = cq_semaphore_create(0);
+    pthread_t c[4];
+    for (int i = 0; i < 4; i++) {
+        pthread_create(&c[i], NULL, timed_consumer, NULL);
+    }
+    long signals = 0;
+    for (int i = 0; i < 20000; i++) {
+        cq_semaphore_signal(racy);
+        signals++;
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(c[i], NULL);
+    }
+    /* Every signal was either consumed by a wait that returned 0, or is still available. */
+    long left = 0;
+    while (cq_semaphore_wait(racy, CQ_TIME_NOW) == 0) {
+        left++;
+    }
+    CHECK_EQ(atomic_load(&got) + left, signals);
+    cq_release(racy);
+}
+
+/* ---- ping-pong between two threads ----------------------------------------------------- */
+
+static cq_semaphore_t ping, pong;
+#define ROUNDS 20000
+
+static void *ponger(void *p)
+{
+    (void)p;
+    for (int i = 0; i < ROUNDS; i++) {
+        WAIT_SEMA(ping);
+        cq_semaphore_signal(pong);
+    }
+    return NULL;
+}
+
+static void test_ping_pong(void)
+{
+    ping = cq_semaphore_create(0);
+    pong = cq_semaphore_create(0);
+    pthread_t th;
+    pthread_create(&th, NULL, ponger, NULL);
+    for (int i = 0; i < ROUNDS; i++) {
+        cq_semaphore_signal(ping);
+        WAIT_SEMA(pong);
+    }
+    pthread_join(th, NULL);
+    CHECK(cq_semaphore_wait(ping, CQ_TIME_NOW) != 0);
+    CHECK(cq_semaphore_wait(pong, CQ_TIME_NOW) != 0);
+    cq_release(ping);
+    cq_release(pong);
+}
+
+/* ---- waits inside pool tasks do not starve the pool ------------------------------------ */
+
+static void wait_in_task(void *ctx)
+{
+    cq_semaphore_wait(ctx, cq_test_deadline());
+}
+
+static void signal_all(void *ctx)
+{
+    for (int i = 0; i < 64; i++) {
+        cq_semaphore_signal(ctx);
+    }
+}
+
+static void test_waiters_in_pool(void)
+{
+    cq_semaphore_t s = cq_semaphore_create(0);
+    cq_group_t g = cq_group_create();
+    /* Far more waiting tasks than workers; the signaller is submitted last. */
+    for (int i = 0; i < 64; i++) {
+        cq_group_async_f(g, cq_get_global_queue(0, 0), s, wait_in_task);
+    }
+    cq_group_async_f(g, cq_get_global_queue(0, 0), s, signal_all);
+    WAIT_GROUP(g);
+    CHECK(cq_semaphore_wait(s, CQ_TIME_NOW) != 0);
+    struct cq_runtime_info info;
+    cq_runtime_get_info(&info);
+    CHECK(info.threads_peak <= info.thread_limit);
+    cq_release(g);
+    cq_release(s);
+}
+
+int main(void)
+{
+    RUN(test_counting);
+    RUN(test_timeout_restores_count);
+    RUN(test_signal_wakes_sleeper);
+    RUN(test_many_threads_exact);
+    RUN(test_timeouts_racing_signals);
+    RUN(test_ping_pong);
+    RUN(test_waiters_in_pool);
+    TEST_MAIN_END();
+}
