@@ -62,10 +62,10 @@ void cq__apply_invoke(struct cq__item *it)
     apply_release(a);
 }
 
-/* Whether some queue along q's chain runs one task at a time. */
+/* Whether some queue along q's chain runs one task at a time (q's chain is held: stable). */
 static bool chain_is_serial(struct cq_queue_s *q)
 {
-    for (; q; q = q->target) {
+    for (; q; q = cq__queue_target(q)) {
         if (cq__queue_is_exclusive(q)) {
             return true;
         }
@@ -73,43 +73,29 @@ static bool chain_is_serial(struct cq_queue_s *q)
     return false;
 }
 
-struct serial_apply {
+struct apply_start {
     size_t iterations;
     cq_apply_function_t function;
     void *context;
+    struct cq_queue_s *queue;
+    struct apply *shared; /* out: NULL if it ran serially */
 };
 
-static void serial_loop(void *ctx)
+/* Runs inside a sync onto the queue, so the caller takes part "on" it and holds its chain. */
+static void apply_on_queue(void *ctx)
 {
-    struct serial_apply *s = ctx;
-    for (size_t i = 0; i < s->iterations; i++) {
-        s->function(s->context, i);
-    }
-}
-
-static void caller_participates(void *ctx)
-{
-    participate(ctx);
-}
-
-void cq_apply_f(size_t iterations, cq_queue_t q, void *ctx, cq_apply_function_t fn)
-{
-    cq__queue_check(q, "cq_apply_f");
-    if (fn == NULL) {
-        cq__crash("cq_apply_f: NULL function");
-    }
-    if (iterations == 0) {
-        return;
-    }
+    struct apply_start *st = ctx;
+    const size_t n = st->iterations;
     uint32_t workers = cq__pool_workers();
-    if (chain_is_serial(q) || iterations == 1 || workers == 1) {
-        struct serial_apply s = {iterations, fn, ctx};
-        cq_sync_f(q, &s, serial_loop);
+    if (n == 1 || workers == 1 || chain_is_serial(st->queue)) {
+        for (size_t i = 0; i < n; i++) {
+            st->function(st->context, i);
+        }
         return;
     }
     size_t pieces = (size_t)workers * 16;
-    size_t chunk = iterations / pieces ? iterations / pieces : 1;
-    size_t chunks = (iterations + chunk - 1) / chunk;
+    size_t chunk = n / pieces ? n / pieces : 1;
+    size_t chunks = (n + chunk - 1) / chunk;
     uint32_t helpers = workers - 1;
     if (helpers > chunks - 1) {
         helpers = (uint32_t)(chunks - 1);
@@ -122,18 +108,35 @@ void cq_apply_f(size_t iterations, cq_queue_t q, void *ctx, cq_apply_function_t 
     atomic_init(&a->done, 0);
     atomic_init(&a->refs, helpers + 1);
     cq__event_init(&a->finished);
-    a->iterations = iterations;
+    a->iterations = n;
     a->chunk = chunk;
-    a->function = fn;
-    a->context = ctx;
+    a->function = st->function;
+    a->context = st->context;
     for (uint32_t h = 0; h < helpers; h++) {
         struct cq__task *t = cq__task_alloc();
         cq__item_init(&t->item, CQ__ITEM_APPLY, 0);
         t->context = a;
-        cq__queue_push(q, &t->item, CQ__PUSH_TAIL);
+        cq__queue_push(st->queue, &t->item, CQ__PUSH_TAIL);
     }
-    /* The caller takes part "on" q: a sync holds one unit of a custom queue's width. */
-    cq_sync_f(q, a, caller_participates);
-    cq__event_wait(&a->finished);
-    apply_release(a);
+    participate(a);
+    st->shared = a;
+}
+
+void cq_apply_f(size_t iterations, cq_queue_t q, void *ctx, cq_apply_function_t fn)
+{
+    cq__queue_check(q, "cq_apply_f");
+    if (fn == NULL) {
+        cq__crash("cq_apply_f: NULL function");
+    }
+    if (iterations == 0) {
+        return;
+    }
+    struct apply_start st = {iterations, fn, ctx, q, NULL};
+    cq_sync_f(q, &st, apply_on_queue);
+    if (st.shared) {
+        /* Only chunks in progress on helpers are waited for; helpers that never started
+         * find nothing left and drop their reference. */
+        cq__event_wait(&st.shared->finished);
+        apply_release(st.shared);
+    }
 }

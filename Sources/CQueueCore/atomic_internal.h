@@ -39,6 +39,25 @@
                                           memory_order_relaxed)
 #define cq__fence(mo) atomic_thread_fence(memory_order_##mo)
 
+/* ThreadSanitizer annotations for synchronisation it cannot see (liburcu is not instrumented).
+ * No-ops in normal builds. */
+#if defined(__SANITIZE_THREAD__)
+#define CQ_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CQ_TSAN 1
+#endif
+#endif
+#ifdef CQ_TSAN
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define cq__tsan_acquire(p) __tsan_acquire((void *)(p))
+#define cq__tsan_release(p) __tsan_release((void *)(p))
+#else
+#define cq__tsan_acquire(p) ((void)(p))
+#define cq__tsan_release(p) ((void)(p))
+#endif
+
 CQ_INLINE void cq__cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)

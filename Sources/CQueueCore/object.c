@@ -63,8 +63,8 @@ void cq_release(void *object)
     if (cq__object_is_immortal(o)) {
         return;
     }
-    /* release: pairs with the acquire fence below on whichever thread drops the last one */
-    int32_t old = cq__sub(&o->xref, 1, release);
+    /* acq_rel: everything done through any reference happens-before the last release */
+    int32_t old = cq__sub(&o->xref, 1, acq_rel);
     if (cq__likely(old > 1)) {
         return;
     }
@@ -72,7 +72,6 @@ void cq_release(void *object)
         cq__crash("cq_release: over-release of %s (released more often than retained)",
                   CQ_DESCRIBE(o));
     }
-    cq__fence(acquire);
     if (o->cls->xref_dispose) {
         o->cls->xref_dispose(o);
     }
@@ -81,7 +80,6 @@ void cq_release(void *object)
 
 void cq__ref_release_slow(struct cq__object *o)
 {
-    cq__fence(acquire); /* pairs with the release decrements of every other reference */
     o->cls->dispose(o);
 }
 

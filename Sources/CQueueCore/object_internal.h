@@ -77,8 +77,9 @@ CQ_INTERNAL void cq__ref_release_slow(struct cq__object *o);
 CQ_INLINE void cq__ref_release(struct cq__object *o)
 {
     if (!cq__object_is_immortal(o)) {
-        /* release: our writes to the object happen-before dispose (acquire fence there) */
-        if (cq__sub(&o->ref, 1, release) == 1) {
+        /* acq_rel: our writes to the object happen-before dispose on whichever thread drops
+         * the last reference (an RMW rather than a fence, so ThreadSanitizer sees it too) */
+        if (cq__sub(&o->ref, 1, acq_rel) == 1) {
             cq__ref_release_slow(o);
         }
     }

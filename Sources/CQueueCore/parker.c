@@ -96,5 +96,7 @@ void cq__event_wait(struct cq__event *e)
             break;
         }
     }
+    /* acquire: the failed CAS above only read SIGNALLED with relaxed ordering */
+    (void)cq__load(&e->state, acquire);
     cq__pool_block_end(&block);
 }

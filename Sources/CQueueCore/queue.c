@@ -15,6 +15,7 @@
 #include "group_internal.h"
 #include "parker_internal.h"
 #include "pool_internal.h"
+#include "rcu_internal.h"
 #include "sync_internal.h"
 #include "task_internal.h"
 
@@ -81,7 +82,7 @@ cq_queue_t cq_queue_create(const char *label, cq_queue_attr_t attr)
     cq__item_init(&q->item, CQ__ITEM_QUEUE, 0);
     q->kind = attr ? CQ__QUEUE_CONCURRENT : CQ__QUEUE_SERIAL;
     q->label = copy;
-    q->target = &cq__root_queues[CQ__PRIO_DEFAULT];
+    atomic_init(&q->target, &cq__root_queues[CQ__PRIO_DEFAULT]);
     atomic_init(&q->specifics, NULL);
     atomic_init(&q->tail, NULL);
     atomic_init(&q->head, NULL);
@@ -113,14 +114,6 @@ cq_queue_t cq_get_main_queue(void)
     return &cq__main_queue;
 }
 
-bool cq__queue_is_thread_bound(struct cq_queue_s *q)
-{
-    while (q->target) {
-        q = q->target;
-    }
-    return q == &cq__main_queue;
-}
-
 /* ---------------------------------------------------------------------------------------- */
 /* Pushing                                                                                  */
 
@@ -136,7 +129,7 @@ static void redirect(struct cq_queue_s *q, struct cq__item *it, unsigned flags)
         it = &w->item;
     }
     it->owner = q;
-    cq__queue_push(q->target, it, flags);
+    cq__queue_push(cq__queue_target(q), it, flags);
 }
 
 bool cq__queue_try_acquire_width(struct cq_queue_s *q)
@@ -199,7 +192,7 @@ void cq__queue_enqueue_on_target(struct cq_queue_s *q, unsigned flags)
     if (q->kind == CQ__QUEUE_MAIN) {
         cq__main_wakeup();
     } else {
-        cq__queue_push(q->target, &q->item, flags);
+        cq__queue_push(cq__queue_target(q), &q->item, flags);
     }
 }
 
@@ -370,7 +363,7 @@ static void concurrent_drain(struct cq_queue_s *q)
                 }
             }
             /* acquire: pairs with the release of the last width holder */
-            cq__fence(acquire);
+            (void)cq__load(&q->state, acquire);
             cq__mpsc_pop(&q->tail, &q->head);
             if (it->kind == CQ__ITEM_SYNC_WAITER) {
                 handoff_to_waiter(it);
@@ -466,7 +459,13 @@ void cq__item_invoke(struct cq__item *it)
         break;
     case CQ__ITEM_EXEC_WAITER: {
         struct cq__sync_waiter *w = (struct cq__sync_waiter *)it;
+        struct cq__frame *saved = cq__tls.frame;
+        if (w->frames_top) {
+            w->frames_bottom->prev = saved;
+            cq__tls.frame = w->frames_top;
+        }
         w->function(w->context);
+        cq__tls.frame = saved;
         cq__event_signal(&w->event);
         break;
     }
@@ -569,8 +568,8 @@ struct retarget {
 
 static void apply_retarget(struct cq_queue_s *q, struct cq_queue_s *target)
 {
-    struct cq_queue_s *old = q->target;
-    q->target = target;
+    struct cq_queue_s *old = cq__load(&q->target, relaxed); /* we hold LOCK: nobody else writes */
+    cq__store(&q->target, target, release);
     cq__ref_release(&old->obj);
 }
 
@@ -590,12 +589,17 @@ void cq_set_target_queue(void *object, cq_queue_t target)
     }
     target = target ? cq__queue_check(target, "cq_set_target_queue")
                     : &cq__root_queues[CQ__PRIO_DEFAULT];
-    for (struct cq_queue_s *x = target; x; x = x->target) {
+    /* The chain above `target` may be retargeted meanwhile: walk it under RCU (queues are
+     * freed after a grace period), so a stale link is never a freed one. */
+    cq__rcu_read_lock();
+    for (struct cq_queue_s *x = target; x; x = cq__queue_target(x)) {
         if (x == q) {
+            cq__rcu_read_unlock();
             cq__crash("cq_set_target_queue: targeting %s at %s would create a cycle",
                       CQ_DESCRIBE(q), CQ_DESCRIBE(target));
         }
     }
+    cq__rcu_read_unlock();
     cq__ref_retain(&target->obj);
     if (cq__queue_try_lock(q)) {
         apply_retarget(q, target);
@@ -624,13 +628,22 @@ static void queue_xref_dispose(struct cq__object *o)
     }
 }
 
-static void queue_free(struct cq_queue_s *q)
+static void queue_free_rcu(struct rcu_head *head)
 {
-    struct cq_queue_s *target = q->target;
-    cq__queue_specifics_dispose(q);
-    q->obj.cls = NULL; /* later misuse of the pointer is reported, while the memory lasts */
+    cq__rcu_reclaim_begin(head);
+    struct cq_queue_s *q = (struct cq_queue_s *)((char *)head - offsetof(struct cq_queue_s, rcu));
     free(q->label);
     free(q);
+}
+
+static void queue_free(struct cq_queue_s *q)
+{
+    struct cq_queue_s *target = cq__load(&q->target, relaxed);
+    cq__queue_specifics_dispose(q);
+    q->obj.cls = NULL; /* later misuse of the pointer is reported, while the memory lasts */
+    /* The memory goes after an RCU grace period: a set_target elsewhere may be walking a
+     * chain that still ran through this queue. */
+    cq__rcu_defer(&q->rcu, queue_free_rcu);
     cq__ref_release(&target->obj);
 }
 
@@ -645,7 +658,7 @@ static void queue_dispose(struct cq__object *o)
 {
     struct cq_queue_s *q = (struct cq_queue_s *)o;
     if (q->obj.finalizer) {
-        cq_async_f(q->target, q, finalize_queue);
+        cq_async_f(cq__load(&q->target, relaxed), q, finalize_queue);
     } else {
         queue_free(q);
     }
@@ -657,7 +670,7 @@ static void queue_dispose(struct cq__object *o)
 bool cq__queue_is_current(struct cq_queue_s *q)
 {
     for (struct cq__frame *f = cq__tls.frame; f; f = f->prev) {
-        for (struct cq_queue_s *x = f->queue; x; x = x->target) {
+        for (struct cq_queue_s *x = f->queue; x; x = cq__queue_target(x)) {
             if (x == q) {
                 return true;
             }

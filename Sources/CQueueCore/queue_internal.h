@@ -23,6 +23,7 @@
 
 #include <cqueuecore/queue.h>
 #include <pthread.h>
+#include <urcu/urcu-memb.h>
 
 #include "atomic_internal.h"
 #include "item_internal.h"
@@ -61,7 +62,11 @@ struct cq_queue_s {
     uint8_t prio;                     /* root queues: pool priority index */
     bool retargeted;                  /* written by a retarget barrier, read by its drain */
     char *label;                      /* written once */
-    struct cq_queue_s *target;        /* changed only by the LOCK holder (see set_target) */
+    /* Changed only by a retarget barrier (holding LOCK). Read by whoever holds the queue (its
+     * LOCK, one unit of its width, or its ENQUEUED state), which makes the chain below a held
+     * queue stable; any other reader walks it under an RCU read lock. */
+    struct cq_queue_s *_Atomic target;
+    struct rcu_head rcu;              /* deferred free (see queue_free) */
     struct cq__specifics *_Atomic specifics; /* RCU-protected, see queue_specific.c */
     /* producers */
     struct cq__item *_Atomic tail CQ_CACHE_ALIGNED;
@@ -79,6 +84,12 @@ CQ_INLINE struct cq_queue_s *cq__queue_check(cq_queue_t q, const char *call)
         cq__object_check(q, CQ__KIND_QUEUE, call);
     }
     return q;
+}
+
+/* acquire: pairs with the release store of a retarget; the target's fields are visible */
+CQ_INLINE struct cq_queue_s *cq__queue_target(struct cq_queue_s *q)
+{
+    return cq__load(&q->target, acquire);
 }
 
 CQ_INLINE bool cq__queue_is_exclusive(const struct cq_queue_s *q)
@@ -120,19 +131,14 @@ CQ_INLINE bool cq__queue_try_lock(struct cq_queue_s *q)
 /* Drains q (called for a CQ__ITEM_QUEUE item by whoever popped it). */
 CQ_INTERNAL void cq__queue_drain(struct cq_queue_s *q);
 
-/* Whether q's target chain ends at the main queue (its tasks must run on the main thread). */
-CQ_INTERNAL bool cq__queue_is_thread_bound(struct cq_queue_s *q);
-
 /* queue_main.c: the main thread's run loop. wakeup marks the main queue runnable;
  * drain_pending drains it if it was (main thread only); wait sleeps until the next wakeup. */
 CQ_INTERNAL void cq__main_wakeup(void);
 CQ_INTERNAL bool cq__main_drain_pending(void);
 CQ_INTERNAL void cq__main_wait(void);
 
-/* queue_specific.c; rcu_register makes the calling thread an RCU reader (idempotent). */
+/* queue_specific.c */
 CQ_INTERNAL void cq__queue_specifics_dispose(struct cq_queue_s *q);
-CQ_INTERNAL void cq__rcu_register(void);
-CQ_INTERNAL void cq__rcu_unregister(void);
 
 /* Frames: is the calling thread running on q (or on a queue targeting it)? */
 CQ_INTERNAL bool cq__queue_is_current(struct cq_queue_s *q);

@@ -9,10 +9,10 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <urcu/urcu-memb.h>
 
 #include "diag_internal.h"
 #include "queue_internal.h"
+#include "rcu_internal.h"
 
 struct cq__specific {
     const void *key;
@@ -28,25 +28,9 @@ struct cq__specifics {
 
 static pthread_mutex_t writers = PTHREAD_MUTEX_INITIALIZER;
 
-void cq__rcu_register(void)
-{
-    if (!cq__tls.rcu_registered) {
-        urcu_memb_register_thread();
-        cq__tls.rcu_registered = 1;
-        cq__thread_exit_hook();
-    }
-}
-
-void cq__rcu_unregister(void)
-{
-    if (cq__tls.rcu_registered) {
-        urcu_memb_unregister_thread();
-        cq__tls.rcu_registered = 0;
-    }
-}
-
 static void free_specifics(struct rcu_head *head)
 {
+    cq__rcu_reclaim_begin(head);
     free((char *)head - offsetof(struct cq__specifics, rcu));
 }
 
@@ -63,7 +47,6 @@ void cq_queue_set_specific(cq_queue_t q, const void *key, void *value, cq_functi
     if (key == NULL) {
         cq__crash("cq_queue_set_specific: NULL key for %s", CQ_DESCRIBE(q));
     }
-    cq__rcu_register();
     pthread_mutex_lock(&writers);
     struct cq__specifics *old = cq__load(&q->specifics, relaxed);
     uint32_t n = old ? old->count : 0;
@@ -91,7 +74,7 @@ void cq_queue_set_specific(cq_queue_t q, const void *key, void *value, cq_functi
         free(fresh);
     }
     if (old) {
-        urcu_memb_call_rcu(&old->rcu, free_specifics);
+        cq__rcu_defer(&old->rcu, free_specifics);
     }
     run_destructor(&replaced);
 }
@@ -116,11 +99,10 @@ void *cq_queue_get_specific(cq_queue_t q, const void *key)
     if (key == NULL || cq__load(&q->specifics, relaxed) == NULL) {
         return NULL;
     }
-    cq__rcu_register();
     void *value = NULL;
-    urcu_memb_read_lock();
+    cq__rcu_read_lock();
     lookup(q, key, &value);
-    urcu_memb_read_unlock();
+    cq__rcu_read_unlock();
     return value;
 }
 
@@ -130,17 +112,16 @@ void *cq_get_specific(const void *key)
     if (key == NULL || f == NULL) {
         return NULL;
     }
-    cq__rcu_register();
     void *value = NULL;
-    urcu_memb_read_lock();
+    cq__rcu_read_lock();
     /* The chain of the queue we run on cannot change under us: retargeting is a barrier on
      * each queue, and we hold every level of the chain (its lock or width). */
-    for (struct cq_queue_s *q = f->queue; q; q = q->target) {
+    for (struct cq_queue_s *q = f->queue; q; q = cq__queue_target(q)) {
         if (lookup(q, key, &value)) {
             break;
         }
     }
-    urcu_memb_read_unlock();
+    cq__rcu_read_unlock();
     return value;
 }
 

@@ -6,8 +6,9 @@
  * the function inline on the calling thread with a frame for each level, and releases them.
  * Uncontended, each level costs one CAS to take and one to give back, with no allocation.
  * A busy level is waited for with a waiter item in its list: the drainer hands the level over
- * in FIFO order. Queues bound to the main thread are the exception: another thread cannot run
- * their tasks, so the function is sent to the main thread and the caller waits for it.
+ * in FIFO order. A chain that reaches the main queue from another thread is the exception:
+ * only the main thread may run it, so the function is sent there and the caller waits for it
+ * (holding the levels above, which the main thread shows as current while it runs).
  */
 #include <stdio.h>
 
@@ -77,8 +78,29 @@ static void sync_release(struct cq_queue_s *q, bool exclusive, bool drain_ref)
 }
 
 /*
+ * Sends the function to the main thread through q (the main queue, or a queue whose target is
+ * the main queue) and waits for it to have run. top..bottom: frames of the levels the caller
+ * holds, which the main thread shows while it runs the function.
+ */
+static void sync_on_main_thread(struct cq_queue_s *q, bool barrier, void *ctx, cq_function_t fn,
+                                struct cq__frame *top, struct cq__frame *bottom)
+{
+    struct cq__sync_waiter w;
+    cq__item_init(&w.item, CQ__ITEM_EXEC_WAITER, barrier ? CQ__ITEM_BARRIER : 0);
+    cq__event_init(&w.event);
+    w.function = fn;
+    w.context = ctx;
+    w.frames_top = top;
+    w.frames_bottom = bottom;
+    cq__queue_push(q, &w.item, CQ__PUSH_TAIL);
+    cq__event_wait(&w.event);
+}
+
+/*
  * Acquires q, then recurses into its target; the innermost level links the frames (each
- * level's frame on its own stack, the requested queue on top) and runs the function.
+ * level's frame on its own stack, the requested queue on top) and runs the function. Holding q
+ * keeps q's target fixed, so the chain is read one held level at a time. A chain that reaches
+ * the main queue from another thread ends there: the main thread runs the function.
  */
 static void sync_level(struct cq_queue_s *q, bool barrier, void *ctx, cq_function_t fn,
                        struct cq_queue_s *requested, const char *call, struct cq__frame *top,
@@ -93,29 +115,19 @@ static void sync_level(struct cq_queue_s *q, bool barrier, void *ctx, cq_functio
     } else {
         top = &f;
     }
-    struct cq_queue_s *tq = q->target;
+    struct cq_queue_s *tq = cq__queue_target(q);
     if (tq == NULL || tq->kind == CQ__QUEUE_ROOT) {
         struct cq__frame *saved = cq__tls.frame;
         f.prev = saved;
         cq__tls.frame = top;
         fn(ctx);
         cq__tls.frame = saved;
+    } else if (tq == &cq__main_queue && !cq__is_main_thread()) {
+        sync_on_main_thread(tq, false, ctx, fn, top, &f);
     } else {
         sync_level(tq, false, ctx, fn, requested, call, top, &f);
     }
     sync_release(q, exclusive, drain_ref);
-}
-
-/* Sends the function to the main thread (through q) and waits for it to have run. */
-static void sync_on_main_thread(struct cq_queue_s *q, bool barrier, void *ctx, cq_function_t fn)
-{
-    struct cq__sync_waiter w;
-    cq__item_init(&w.item, CQ__ITEM_EXEC_WAITER, barrier ? CQ__ITEM_BARRIER : 0);
-    cq__event_init(&w.event);
-    w.function = fn;
-    w.context = ctx;
-    cq__queue_push(q, &w.item, CQ__PUSH_TAIL);
-    cq__event_wait(&w.event);
 }
 
 static void sync_impl(cq_queue_t q, void *ctx, cq_function_t fn, bool barrier, const char *call)
@@ -131,8 +143,8 @@ static void sync_impl(cq_queue_t q, void *ctx, cq_function_t fn, bool barrier, c
         cq__frame_pop(&f);
         return;
     }
-    if (cq__unlikely(cq__queue_is_thread_bound(q)) && !cq__is_main_thread()) {
-        sync_on_main_thread(q, barrier, ctx, fn);
+    if (cq__unlikely(q == &cq__main_queue) && !cq__is_main_thread()) {
+        sync_on_main_thread(q, barrier, ctx, fn, NULL, NULL);
         return;
     }
     sync_level(q, barrier, ctx, fn, q, call, NULL, NULL);

@@ -1,10 +1,13 @@
 /*
  * Counting semaphores.
  *
- *   value     the count; negative: that many waiters. One atomic on each side when it need
- *             not wait.
- *   tokens    wake-ups granted by signals to waiters and not yet taken (futex word).
- *   sleepers  waiters asleep on `tokens`; a signal makes a system call only when it is not 0.
+ *   value  the count; negative: that many waiters. One atomic on each side when it need not
+ *          wait.
+ *   wake   a futex word: the low 16 bits count wake-up tokens granted by signals to waiters and
+ *          not yet taken, the high 16 bits count waiters asleep on it. A signal adds a token
+ *          and learns in the same atomic operation whether anyone sleeps, so it never touches
+ *          the semaphore after publishing the token (the waiter may then release it at once);
+ *          it makes a system call only when somebody sleeps.
  * A waiter spins for a token before it sleeps; one that times out gives its decrement back
  * unless a signal already counted it, in which case it takes the token that signal grants.
  */
@@ -20,11 +23,14 @@
 #include "parker_internal.h"
 #include "pool_internal.h"
 
+#define WAKE_TOKEN 1u
+#define WAKE_TOKENS(w) ((w)&0xffffu)
+#define WAKE_SLEEPER 0x10000u
+
 struct cq_semaphore_s {
     struct cq__object obj;
     _Atomic int64_t value CQ_CACHE_ALIGNED;
-    _Atomic uint32_t tokens;
-    _Atomic uint32_t sleepers;
+    _Atomic uint32_t wake;
     int64_t orig; /* written once */
 };
 
@@ -61,8 +67,7 @@ cq_semaphore_t cq_semaphore_create(intptr_t value)
     }
     cq__object_init(&s->obj, &cq__semaphore_class);
     atomic_init(&s->value, value);
-    atomic_init(&s->tokens, 0);
-    atomic_init(&s->sleepers, 0);
+    atomic_init(&s->wake, 0);
     s->orig = value;
     return s;
 }
@@ -96,21 +101,22 @@ intptr_t cq_semaphore_signal(cq_semaphore_t sema)
     if (cq__likely(cq__add(&s->value, 1, release) >= 0)) {
         return 0;
     }
-    /* A waiter counted on us: grant it a token. seq_cst on both sides: either it sees the token
-     * before sleeping, or we see it asleep. */
-    cq__add(&s->tokens, 1, seq_cst);
-    if (cq__load(&s->sleepers, seq_cst) != 0) {
-        cq__futex_wake(&s->tokens, 1);
+    /* A waiter counted on us: grant it a token. release: pairs with take_token's acquire. */
+    uint32_t old = cq__add(&s->wake, WAKE_TOKEN, release);
+    if (old >= WAKE_SLEEPER) {
+        cq__futex_wake(&s->wake, 1); /* no access to *s: it may be gone already */
     }
     return 1;
 }
 
-static inline bool take_token(struct cq_semaphore_s *s)
+/* Takes a token if one is there; `sleeping`: we are registered as a sleeper and leave. */
+static inline bool take_token(struct cq_semaphore_s *s, bool sleeping)
 {
-    uint32_t t = cq__load(&s->tokens, relaxed);
-    while (t != 0) {
-        /* acquire: pairs with the signaller's release increment of value (via the token) */
-        if (cq__cas_weak(&s->tokens, &t, t - 1, acquire)) {
+    uint32_t w = cq__load(&s->wake, relaxed);
+    while (WAKE_TOKENS(w) != 0) {
+        uint32_t n = w - WAKE_TOKEN - (sleeping ? WAKE_SLEEPER : 0);
+        /* acquire: pairs with the signaller's release */
+        if (cq__cas_weak(&s->wake, &w, n, acquire)) {
             return true;
         }
     }
@@ -133,7 +139,7 @@ static bool undo_wait(struct cq_semaphore_s *s)
 static CQ_NOINLINE intptr_t wait_slow(struct cq_semaphore_s *s, cq_time_t timeout)
 {
     for (uint32_t n = cq__spin_iterations(CQ__SPIN_WAIT_NS); n; n--) {
-        if (take_token(s)) {
+        if (take_token(s, false)) {
             return 0;
         }
         if (timeout == CQ_TIME_NOW) {
@@ -141,7 +147,7 @@ static CQ_NOINLINE intptr_t wait_slow(struct cq_semaphore_s *s, cq_time_t timeou
         }
         cq__cpu_relax();
     }
-    if (take_token(s)) {
+    if (take_token(s, false)) {
         return 0;
     }
     struct cq__deadline d;
@@ -151,22 +157,29 @@ static CQ_NOINLINE intptr_t wait_slow(struct cq_semaphore_s *s, cq_time_t timeou
     }
     struct cq__block block;
     cq__pool_block_begin(&block);
-    cq__add(&s->sleepers, 1, seq_cst);
     intptr_t result = 0;
     const struct cq__deadline *dl = &d;
+    cq__add(&s->wake, WAKE_SLEEPER, relaxed);
     for (;;) {
-        if (take_token(s)) {
-            break;
+        if (take_token(s, true)) {
+            break; /* and no longer counted as a sleeper */
         }
-        if (cq__futex_wait(&s->tokens, 0, dl) == ETIMEDOUT && !take_token(s)) {
+        uint32_t w = cq__load(&s->wake, relaxed);
+        if (WAKE_TOKENS(w) != 0) {
+            continue;
+        }
+        if (cq__futex_wait(&s->wake, w, dl) == ETIMEDOUT) {
+            if (take_token(s, true)) {
+                break;
+            }
             if (undo_wait(s)) {
+                cq__sub(&s->wake, WAKE_SLEEPER, relaxed);
                 result = 1;
                 break;
             }
             dl = NULL; /* a signal counted us: its token is on the way */
         }
     }
-    cq__sub(&s->sleepers, 1, relaxed);
     cq__pool_block_end(&block);
     return result;
 }

@@ -13,6 +13,7 @@
 
 #include "item_internal.h"
 #include "parker_internal.h"
+#include "thread_internal.h"
 
 struct cq__sync_waiter {
     struct cq__item item;
@@ -20,6 +21,10 @@ struct cq__sync_waiter {
     bool drain_ref;         /* written by the drainer before the signal */
     cq_function_t function; /* CQ__ITEM_EXEC_WAITER only */
     void *context;
+    /* EXEC: frames of the queues the waiting thread holds on the main thread's behalf, pushed
+     * by the main thread around the call (top, ..., bottom; NULL if none). */
+    struct cq__frame *frames_top;
+    struct cq__frame *frames_bottom;
 };
 
 #endif /* CQ_SYNC_INTERNAL_H */

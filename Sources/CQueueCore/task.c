@@ -42,6 +42,7 @@ CQ_NOINLINE struct cq__task *cq__task_alloc_slow(void)
     struct cds_lfs_node *node = cds_lfs_pop_blocking(&depot);
     if (node) {
         struct depot_batch *b = (struct depot_batch *)node;
+        cq__tsan_acquire(b); /* pairs with the release in depot_push_batch */
         struct cq__task *t = (struct cq__task *)b;
         if (b->rest) {
             cache_push_list(b->rest, b->last, b->count - 1);
@@ -77,6 +78,7 @@ static void depot_push_batch(uint32_t n)
     b->last = last;
     b->count = n;
     cds_lfs_node_init(&b->node);
+    cq__tsan_release(b); /* the lock-free stack's own ordering is invisible to TSan */
     cds_lfs_push(&depot, &b->node);
 }
 

@@ -9,7 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "queue_internal.h"
+#include "rcu_internal.h"
 #include "task_internal.h"
 #include "thread_internal.h"
 
