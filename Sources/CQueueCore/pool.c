@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "diag_internal.h"
+#include "inject_internal.h"
 #include "parker_internal.h"
 #include "task_internal.h"
 #include "thread_internal.h"
@@ -29,15 +30,9 @@
 #define IDLE_UNPARKED_ONE (1ull << 16)
 #define IDLE_NPROCS_ONE (1ull << 32)
 
-struct inject {
-    struct cq__item *_Atomic tail CQ_CACHE_ALIGNED; /* producers */
-    struct cq__item *_Atomic head CQ_CACHE_ALIGNED; /* consumers, under `lock` */
-    atomic_flag lock;
-};
-
 static struct {
     _Atomic uint64_t idle CQ_CACHE_ALIGNED;
-    struct inject inject[CQ__PRIO_COUNT];
+    struct cq__inject inject[CQ__PRIO_COUNT];
     _Atomic uint32_t nprocs_seen CQ_CACHE_ALIGNED; /* procs[0, nprocs_seen) are allocated */
     struct cq__proc *_Atomic procs[CQ__MAX_PROCS];
     uint32_t workers;
@@ -68,35 +63,6 @@ static _Atomic bool pool_started;
 /* ---------------------------------------------------------------------------------------- */
 /* Inject queues                                                                            */
 
-static inline bool inject_empty(struct inject *q)
-{
-    return cq__mpsc_empty(&q->tail);
-}
-
-static inline void inject_push(struct inject *q, struct cq__item *first, struct cq__item *last)
-{
-    cq__mpsc_push(&q->tail, &q->head, first, last);
-}
-
-/* Takes up to `max` items from an inject queue: returns the first, pushes the rest to p's ring. */
-static struct cq__item *inject_take(struct inject *q, struct cq__proc *p, uint32_t max)
-{
-    if (inject_empty(q) || atomic_flag_test_and_set_explicit(&q->lock, memory_order_acquire)) {
-        return NULL;
-    }
-    struct cq__item *first = cq__mpsc_pop(&q->tail, &q->head);
-    for (uint32_t i = 1; first && i < max; i++) {
-        struct cq__item *it = cq__mpsc_pop(&q->tail, &q->head);
-        if (it == NULL) {
-            break;
-        }
-        cq__runq_push(&p->rq, it); /* room was checked by the caller: cannot fail */
-    }
-    /* release: pairs with the next consumer's acquiring test-and-set */
-    atomic_flag_clear_explicit(&q->lock, memory_order_release);
-    return first;
-}
-
 static struct cq__item *inject_take_any(struct cq__proc *p)
 {
     uint32_t room = cq__runq_free(&p->rq);
@@ -105,7 +71,7 @@ static struct cq__item *inject_take_any(struct cq__proc *p)
         max = 1;
     }
     for (uint32_t prio = 0; prio < CQ__PRIO_COUNT; prio++) {
-        struct cq__item *it = inject_take(&pool.inject[prio], p, max);
+        struct cq__item *it = cq__inject_take(&pool.inject[prio], &p->rq, max);
         if (it) {
             return it;
         }
@@ -116,7 +82,7 @@ static struct cq__item *inject_take_any(struct cq__proc *p)
 static bool inject_any_work(void)
 {
     for (uint32_t prio = 0; prio < CQ__PRIO_COUNT; prio++) {
-        if (!inject_empty(&pool.inject[prio])) {
+        if (cq__inject_maybe_work(&pool.inject[prio])) {
             return true;
         }
     }
@@ -383,13 +349,16 @@ static void ring_push(struct cq__proc *p, struct cq__item *it)
         case CQ__RUNQ_PUSHED:
             return;
         case CQ__RUNQ_STEALING:
-            inject_push(&pool.inject[CQ__PRIO_DEFAULT], it, it);
+            cq__inject_push(&pool.inject[CQ__PRIO_DEFAULT], CQ__PRIO_DEFAULT, it);
             return;
         case CQ__RUNQ_FULL: {
             struct cq__item *first, *last;
             uint32_t n;
             if (cq__runq_push_overflow(&p->rq, it, &first, &last, &n)) {
-                inject_push(&pool.inject[CQ__PRIO_DEFAULT], first, last);
+                for (struct cq__item *x = first, *next; n--; x = next) {
+                    next = cq__load(&x->next, relaxed); /* before x is published and run */
+                    cq__inject_push(&pool.inject[CQ__PRIO_DEFAULT], CQ__PRIO_DEFAULT, x);
+                }
                 return;
             }
             break;
@@ -417,7 +386,7 @@ void cq__pool_push(struct cq__item *it, unsigned prio, unsigned flags)
         if (cq__unlikely(!cq__load(&pool_started, acquire))) {
             cq__pool_ensure_started();
         }
-        inject_push(&pool.inject[prio], it, it); /* seq_cst exchange inside */
+        cq__inject_push(&pool.inject[prio], prio, it); /* seq_cst publish inside */
     }
     notify();
 }
@@ -593,7 +562,7 @@ static bool retire_extra(struct cq__thread *t, struct cq__proc *p)
      * exist, but a LIFO item may have been put back by a helper; hand leftovers on. */
     struct cq__item *it;
     while ((it = cq__runq_pop(&p->rq)) != NULL || (it = lifo_take(p)) != NULL) {
-        inject_push(&pool.inject[CQ__PRIO_DEFAULT], it, it);
+        cq__inject_push(&pool.inject[CQ__PRIO_DEFAULT], CQ__PRIO_DEFAULT, it);
     }
     cq__fence(seq_cst);
     if (cq__pool_work_waiting()) {
@@ -815,9 +784,7 @@ static void pool_init(void)
     }
     pool.spare_limit = workers;
     for (uint32_t i = 0; i < CQ__PRIO_COUNT; i++) {
-        atomic_init(&pool.inject[i].tail, NULL);
-        atomic_init(&pool.inject[i].head, NULL);
-        atomic_flag_clear(&pool.inject[i].lock);
+        cq__inject_init(&pool.inject[i]);
     }
     struct cq__proc *procs[CQ__MAX_PROCS];
     for (uint32_t i = 0; i < workers; i++) {

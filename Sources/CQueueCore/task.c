@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <urcu/lfstack.h>
 
 #include "diag_internal.h"
@@ -19,6 +20,33 @@ struct depot_batch {
 _Static_assert(sizeof(struct depot_batch) <= sizeof(struct cq__task), "batch header fits a task");
 
 #define SLAB_TASKS 256u
+#define ARENA_BYTES (2u << 20)
+
+/* Slabs are carved from 2 MiB arenas backed by transparent huge pages where the kernel allows:
+ * tasks recycled through many threads end up scattered, and walking them with 4 KiB pages costs
+ * a TLB miss per task. */
+static pthread_mutex_t arena_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *arena_next, *arena_end;
+
+static struct cq__task *slab_alloc(void)
+{
+    size_t bytes = SLAB_TASKS * sizeof(struct cq__task);
+    pthread_mutex_lock(&arena_lock);
+    if (arena_next == NULL || (size_t)(arena_end - arena_next) < bytes) {
+        void *a = mmap(NULL, 2 * ARENA_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (a == MAP_FAILED) {
+            cq__crash("out of memory allocating tasks");
+        }
+        uintptr_t start = ((uintptr_t)a + ARENA_BYTES - 1) & ~(uintptr_t)(ARENA_BYTES - 1);
+        madvise((void *)start, ARENA_BYTES, MADV_HUGEPAGE);
+        arena_next = (char *)start;
+        arena_end = arena_next + ARENA_BYTES;
+    }
+    struct cq__task *slab = (struct cq__task *)arena_next;
+    arena_next += bytes;
+    pthread_mutex_unlock(&arena_lock);
+    return slab;
+}
 
 static struct cds_lfs_stack depot;
 static pthread_once_t depot_once = PTHREAD_ONCE_INIT;
@@ -49,10 +77,7 @@ CQ_NOINLINE struct cq__task *cq__task_alloc_slow(void)
         }
         return t;
     }
-    struct cq__task *slab = aligned_alloc(64, SLAB_TASKS * sizeof(struct cq__task));
-    if (slab == NULL) {
-        cq__crash("out of memory allocating tasks");
-    }
+    struct cq__task *slab = slab_alloc();
     for (uint32_t i = 1; i < SLAB_TASKS - 1; i++) {
         atomic_init(&slab[i].item.next, &slab[i + 1].item);
     }

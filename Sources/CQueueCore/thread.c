@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "inject_internal.h"
 #include "rcu_internal.h"
 #include "task_internal.h"
 #include "thread_internal.h"
@@ -21,6 +22,7 @@ static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 static void on_thread_exit(void *arg)
 {
     (void)arg;
+    cq__inject_thread_exit();
     cq__task_cache_flush();
     cq__rcu_unregister();
 }

@@ -11,6 +11,7 @@
 
 struct cq__thread;
 struct cq__proc;
+struct cq__inject_chunk;
 
 /*
  * A frame says "this thread is running on `queue`": a task of it, its drain, or a sync onto
@@ -31,6 +32,7 @@ struct cq__tls {
     struct cq__task *cache;     /* free tasks (linked through item.next) */
     uint32_t cache_count;
     uint32_t help_depth;        /* nesting of tasks run while waiting (cq__pool_help) */
+    struct cq__inject_chunk *inject[4]; /* this thread's chunk of each inject queue */
     uint8_t main_thread;        /* 0 unknown, 1 main thread, 2 other */
     uint8_t rcu_registered;
     uint8_t exit_hook;          /* thread-exit destructor installed */
