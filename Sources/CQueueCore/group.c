@@ -186,8 +186,9 @@ intptr_t cq_group_wait(cq_group_t g, cq_time_t timeout)
     if (timeout == CQ_TIME_NOW) {
         return 1;
     }
-    for (uint32_t n = cq__spin_iterations(CQ__SPIN_WAIT_NS); n; n--) {
-        cq__cpu_relax();
+    struct cq__spin sp;
+    cq__spin_init(&sp, CQ__SPIN_WAIT_NS);
+    while (cq__spin_next(&sp)) {
         s = cq__load(&g->state, acquire);
         if (CQ__GS_COUNT(s) == 0 || CQ__GS_GEN(s) != gen) {
             return 0;

@@ -43,8 +43,9 @@ static CQ_NOINLINE void once_slow(_Atomic long *pred, void *ctx, cq_function_t f
         cq__crash("cq_once_f: recursive call on predicate %p from inside its own function",
                   (void *)pred);
     }
-    for (uint32_t n = cq__spin_iterations(CQ__SPIN_WAIT_NS); n && v != ONCE_DONE; n--) {
-        cq__cpu_relax();
+    struct cq__spin sp;
+    cq__spin_init(&sp, CQ__SPIN_WAIT_NS);
+    while (v != ONCE_DONE && cq__spin_next(&sp)) {
         v = cq__load(pred, acquire);
     }
     if (v == ONCE_DONE) {

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <stdint.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -72,14 +73,35 @@ uint32_t cq__spin_iterations(uint32_t ns)
     return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 }
 
+void cq__spin_init(struct cq__spin *sp, uint32_t ns)
+{
+    sp->pure = cq__spin_iterations(CQ__SPIN_PURE_NS) + 1; /* one pause between two checks */
+    sp->deadline = cq__now_ns() + ns;
+}
+
+bool cq__spin_next(struct cq__spin *sp)
+{
+    if (sp->pure) {
+        sp->pure--;
+        cq__cpu_relax();
+        return true;
+    }
+    if (cq__now_ns() >= sp->deadline) {
+        return false;
+    }
+    sched_yield();
+    return true;
+}
+
 void cq__event_wait(struct cq__event *e)
 {
     /* acquire: pairs with the release exchange in cq__event_signal */
     if (cq__load(&e->state, acquire) == CQ__EVENT_SIGNALLED) {
         return;
     }
-    for (uint32_t n = cq__spin_iterations(CQ__SPIN_WAIT_NS); n; n--) {
-        cq__cpu_relax();
+    struct cq__spin sp;
+    cq__spin_init(&sp, CQ__SPIN_WAIT_NS);
+    while (cq__spin_next(&sp)) {
         if (cq__load(&e->state, acquire) == CQ__EVENT_SIGNALLED) {
             return;
         }

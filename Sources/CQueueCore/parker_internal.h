@@ -26,6 +26,23 @@ CQ_INTERNAL uint32_t cq__spin_iterations(uint32_t ns);
 /* Default spin budgets (nanoseconds), tuned to the futex wake cost described above. */
 #define CQ__SPIN_WAIT_NS 20000u   /* a thread waiting for an event (sync hand-off, semaphore) */
 #define CQ__SPIN_SEARCH_NS 50000u /* an idle worker searching for work before it parks */
+#define CQ__SPIN_PURE_NS 300u     /* the first part of a spin: CPU pauses only */
+
+/*
+ * A bounded, adaptive spin. For the first CQ__SPIN_PURE_NS it only pauses the CPU: a partner on
+ * another CPU answers within that. After that it yields the CPU between checks, so a partner
+ * that shares this CPU (or a CPU-starved machine) gets to run instead of watching us spin.
+ *     struct cq__spin sp; cq__spin_init(&sp, CQ__SPIN_WAIT_NS);
+ *     while (!condition()) { if (!cq__spin_next(&sp)) { sleep...; break; } }
+ */
+struct cq__spin {
+    uint32_t pure; /* pause rounds left in the pure phase */
+    uint64_t deadline;
+};
+
+CQ_INTERNAL void cq__spin_init(struct cq__spin *sp, uint32_t ns);
+/* Waits a little; false once the budget is spent. */
+CQ_INTERNAL bool cq__spin_next(struct cq__spin *sp);
 
 /*
  * One-shot event: one waiter, one signaller.

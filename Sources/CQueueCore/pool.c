@@ -480,6 +480,8 @@ static struct cq__item *search(struct cq__thread *t, struct cq__proc *p)
         }
         t->searching = true;
     }
+    /* Pure spinning: a searcher must notice new work within tens of nanoseconds, and it is
+     * at most half the workers, so it never takes the CPU a producer needs on its own. */
     uint64_t deadline = cq__now_ns() + CQ__SPIN_SEARCH_NS;
     uint32_t relax = cq__spin_iterations(200);
     for (;;) {

@@ -120,12 +120,29 @@ CQ_INTERNAL void cq__queue_unlock(struct cq_queue_s *q, bool drain_ref);
 CQ_INTERNAL bool cq__queue_try_acquire_width(struct cq_queue_s *q);
 CQ_INTERNAL void cq__queue_release_width(struct cq_queue_s *q);
 
-/* Takes LOCK if the queue is completely idle (nothing queued, running or suspended). */
+/*
+ * Takes LOCK if the queue is completely idle (nothing queued, running or suspended). The list
+ * is not looked at: a completed push leaves ENQUEUED, LOCK or DIRTY behind, so an idle state
+ * word means an empty list, except for a push still between its exchange and its wake-up —
+ * concurrent with us, so it may as well come after.
+ */
 CQ_INLINE bool cq__queue_try_lock(struct cq_queue_s *q)
 {
     uint64_t s = 0;
     /* acquire: pairs with the release in cq__queue_unlock / width release of the last owner */
-    return cq__queue_list_empty(q) && cq__cas(&q->state, &s, CQ__QS_LOCK, acquire);
+    return cq__cas(&q->state, &s, CQ__QS_LOCK, acquire);
+}
+
+/*
+ * Releases a LOCK taken by cq__queue_try_lock when nothing happened meanwhile (one CAS);
+ * false if something did (DIRTY, a suspension): then call cq__queue_unlock. A push between
+ * its exchange and its wake-up sees the idle word afterwards and enqueues the queue itself.
+ */
+CQ_INLINE bool cq__queue_try_unlock(struct cq_queue_s *q)
+{
+    uint64_t s = CQ__QS_LOCK;
+    /* release: the function's effects happen-before the next owner's acquire */
+    return cq__cas(&q->state, &s, 0, release);
 }
 
 /* Drains q (called for a CQ__ITEM_QUEUE item by whoever popped it). */

@@ -71,7 +71,9 @@ static bool sync_acquire(struct cq_queue_s *q, bool exclusive, bool barrier)
 static void sync_release(struct cq_queue_s *q, bool exclusive, bool drain_ref)
 {
     if (exclusive) {
-        cq__queue_unlock(q, drain_ref);
+        if (drain_ref || !cq__queue_try_unlock(q)) {
+            cq__queue_unlock(q, drain_ref);
+        }
     } else {
         cq__queue_release_width(q);
     }
@@ -152,6 +154,26 @@ static void sync_impl(cq_queue_t q, void *ctx, cq_function_t fn, bool barrier, c
 
 void cq_sync_f(cq_queue_t q, void *ctx, cq_function_t fn)
 {
+    /* The common case in full: an idle serial queue on a global queue, from a thread that runs
+     * on no queue (so no deadlock is possible): one CAS in, the call, one CAS out. */
+    if (cq__likely(q != NULL && q->obj.cls == &cq__queue_class && fn != NULL &&
+                   q->kind == CQ__QUEUE_SERIAL && cq__tls.frame == NULL) &&
+        cq__queue_try_lock(q)) {
+        /* Holding q fixes its target: now it can be read. */
+        bool on_root = cq__queue_target(q)->kind == CQ__QUEUE_ROOT;
+        if (cq__likely(on_root)) {
+            struct cq__frame f = {.queue = q, .exclusive = true, .prev = NULL};
+            cq__tls.frame = &f;
+            fn(ctx);
+            cq__tls.frame = NULL;
+        }
+        if (!cq__queue_try_unlock(q)) {
+            cq__queue_unlock(q, false);
+        }
+        if (cq__likely(on_root)) {
+            return;
+        }
+    }
     sync_impl(q, ctx, fn, false, "cq_sync_f");
 }
 

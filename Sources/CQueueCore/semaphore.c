@@ -138,17 +138,17 @@ static bool undo_wait(struct cq_semaphore_s *s)
 
 static CQ_NOINLINE intptr_t wait_slow(struct cq_semaphore_s *s, cq_time_t timeout)
 {
-    for (uint32_t n = cq__spin_iterations(CQ__SPIN_WAIT_NS); n; n--) {
-        if (take_token(s, false)) {
-            return 0;
-        }
-        if (timeout == CQ_TIME_NOW) {
-            break;
-        }
-        cq__cpu_relax();
-    }
     if (take_token(s, false)) {
         return 0;
+    }
+    if (timeout != CQ_TIME_NOW) {
+        struct cq__spin sp;
+        cq__spin_init(&sp, CQ__SPIN_WAIT_NS);
+        while (cq__spin_next(&sp)) {
+            if (take_token(s, false)) {
+                return 0;
+            }
+        }
     }
     struct cq__deadline d;
     cq__deadline_init(&d, timeout);
