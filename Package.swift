@@ -21,7 +21,10 @@ let package = Package(
                 .define("_GNU_SOURCE"),
                 .define("NDEBUG", .when(configuration: .release)),
             ],
-            linkerSettings: [.linkedLibrary("pthread")]
+            // CURCU's pkg-config entry (liburcu-memb) names only the RCU flavour; the lock-free
+            // stack lives in liburcu-cds, and SwiftPM ignores a module map's `link` lines for
+            // C targets, so it is named here.
+            linkerSettings: [.linkedLibrary("urcu-cds"), .linkedLibrary("pthread")]
         ),
         .target(
             name: "SwiftQueues",

@@ -16,10 +16,12 @@ CQ_BEGIN_DECLS
  *   it has tasks; a task keeps its group alive), then its finalizer runs and it is freed.
  *   Global queues and the main queue ignore both calls.
  *   Thread-safe; never blocks. A release has release ordering, the final one acquire ordering.
+ *   A group with outstanding enters stays alive until they are left (so releasing a group
+ *   right after submitting its tasks is fine).
  *   Misuse (aborts with a message naming the call and the object): releasing more often than
  *   retained, retaining an object whose last reference is gone, releasing a suspended queue,
- *   releasing a group whose enters are not balanced by leaves, releasing a semaphore whose
- *   count is below its initial value, a pointer that is not a CQueueCore object.
+ *   releasing a semaphore whose count is below its initial value, a pointer that is not a
+ *   CQueueCore object.
  */
 CQ_EXPORT void cq_retain(void *object);
 CQ_EXPORT void cq_release(void *object);
