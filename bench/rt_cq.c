@@ -1,0 +1,18 @@
+/*
+ * cq-bench — the workloads compiled against CQueueCore (cq_* calls).
+ */
+#define _GNU_SOURCE /* pthread_setaffinity_np */
+
+#include <cqueuecore.h>
+
+#include "bench.h"
+
+#define RT(x) cq_##x
+#define RT_SERIAL CQ_QUEUE_SERIAL
+#define RT_GLOBAL() cq_get_global_queue(CQ_QUEUE_PRIORITY_DEFAULT, 0)
+#define RT_FOREVER CQ_TIME_FOREVER
+#define RT_NOW CQ_TIME_NOW
+#define RT_TABLE bench_rt_cq
+#define RT_NAME "ours"
+
+#include "workloads.inc"
