@@ -1,0 +1,25 @@
+import CQueueCore
+
+extension SQQueue {
+    /// The priority of a global queue (``SQQueue/global(priority:)``). Workers prefer
+    /// higher-priority work when they look for new work.
+    ///
+    /// Dispatch: `DispatchQueue.GlobalQueuePriority` (the libdispatch priority values), in place
+    /// of `DispatchQoS.QoSClass`.
+    public enum Priority: Sendable, Hashable, CaseIterable {
+        case high
+        case `default`
+        case low
+        case background
+
+        /// The C core's value (`CQ_QUEUE_PRIORITY_*`).
+        internal var cValue: Int {
+            switch self {
+            case .high: return 2
+            case .default: return 0
+            case .low: return -2
+            case .background: return -32768
+            }
+        }
+    }
+}

@@ -1,0 +1,227 @@
+import CQueueCore
+
+/// A queue of work items run on the CQueueCore thread pool: SwiftQueues' `DispatchQueue`.
+///
+/// - A *serial* queue (the default) runs one work item at a time, in submission (FIFO) order.
+/// - A *concurrent* queue (``Attributes/concurrent``) starts work items in FIFO order and runs
+///   them in parallel; a ``SQWorkItemFlags/barrier`` item runs alone.
+/// - The *global* queues (``global(priority:)``) are concurrent queues at the root of every
+///   hierarchy; the *main* queue (``main``) is serial and runs on the main thread inside
+///   ``runMain()``.
+///
+/// A queue's *target* queue decides where its work actually runs: a queue that targets a serial
+/// queue becomes serial with it. Different serial queues run in parallel.
+///
+/// Thread-safety: every method may be called from any thread at any time. The wrapper owns one
+/// reference to the underlying `cq_queue_t` and releases it in `deinit`; the C queue stays alive
+/// while it still has work queued. Releasing a queue that is still suspended aborts the process
+/// (as libdispatch does), so balance every ``suspend()`` with a ``resume()`` first.
+///
+/// Porting from Dispatch: `DispatchQueue` → `SQQueue`; the method names and labels are the same.
+public final class SQQueue: @unchecked Sendable {
+    /// The C queue. Immutable; the C core is thread-safe.
+    @usableFromInline
+    internal let handle: OpaquePointer
+
+    /// The label given at creation (for the global queues and the main queue, the C core's
+    /// name for them). It names the queue in the C core's error messages.
+    ///
+    /// Thread-safe; never blocks. Dispatch: `DispatchQueue.label`.
+    public let label: String
+
+    private init(handle: OpaquePointer, label: String) {
+        self.handle = handle
+        self.label = label
+    }
+
+    /// A wrapper for one of the C core's immortal queues (global queues and the main queue).
+    private convenience init(immortal handle: OpaquePointer) {
+        self.init(handle: handle, label: String(cString: cq_queue_get_label(handle)))
+    }
+
+    /// Creates a queue.
+    ///
+    /// - Parameters:
+    ///   - label: a name for the queue, copied; it appears in the C core's error messages.
+    ///   - attributes: `[]` for a serial queue, ``Attributes/concurrent`` for a concurrent one.
+    ///   - target: the queue this queue's work runs through; `nil` means the default-priority
+    ///     global queue.
+    ///
+    /// Thread-safe; never blocks. Stops the process if memory is exhausted.
+    /// Dispatch: `DispatchQueue(label:attributes:target:)` (there is no `qos:` or
+    /// `autoreleaseFrequency:`).
+    public convenience init(label: String, attributes: Attributes = [], target: SQQueue? = nil) {
+        let attr: cq_queue_attr_t? =
+            attributes.contains(.concurrent) ? cq_queue_attr_concurrent() : nil
+        guard let created = cq_queue_create(label, attr) else {
+            fatalError("SQQueue(label: \"\(label)\"): cq_queue_create failed (out of memory)")
+        }
+        if let target {
+            cq_set_target_queue(sqObject(created), target.handle)
+        }
+        self.init(handle: created, label: label)
+    }
+
+    deinit {
+        // Global queues and the main queue ignore it (and their wrappers are never freed).
+        cq_release(sqObject(handle))
+    }
+
+    // MARK: - Well-known queues
+
+    /// The serial queue bound to the main thread. Its work runs only on the main thread, once
+    /// the main thread calls ``runMain()``.
+    ///
+    /// A cached singleton; the C queue is immortal. Dispatch: `DispatchQueue.main`.
+    public static let main = SQQueue(immortal: cq_get_main_queue())
+
+    private static let globalHigh = SQQueue.makeGlobal(.high)
+    private static let globalDefault = SQQueue.makeGlobal(.default)
+    private static let globalLow = SQQueue.makeGlobal(.low)
+    private static let globalBackground = SQQueue.makeGlobal(.background)
+
+    private static func makeGlobal(_ priority: Priority) -> SQQueue {
+        SQQueue(immortal: cq_get_global_queue(priority.cValue, 0))
+    }
+
+    /// The global concurrent queue of a priority. Workers prefer higher-priority work when they
+    /// look for new work. Global queues ignore ``suspend()``, ``resume()`` and
+    /// ``SQWorkItemFlags/barrier`` (a barrier is a plain work item there), and cannot be
+    /// retargeted.
+    ///
+    /// Returns a cached singleton; the C queue is immortal. Thread-safe; never blocks.
+    /// Dispatch: `DispatchQueue.global(qos:)` (priorities instead of QoS classes).
+    public static func global(priority: Priority = .default) -> SQQueue {
+        switch priority {
+        case .high: return globalHigh
+        case .default: return globalDefault
+        case .low: return globalLow
+        case .background: return globalBackground
+        }
+    }
+
+    /// Runs the main queue on the calling thread, forever. Must be called from the main thread
+    /// and not from inside a work item (the C core aborts otherwise). End the process with
+    /// `exit()` from a work item.
+    ///
+    /// Blocks forever. Dispatch: `dispatchMain()`.
+    public static func runMain() -> Never {
+        cq_main()
+    }
+
+    // MARK: - Submitting work
+
+    /// Submits `work` to run on this queue and returns at once.
+    ///
+    /// Every submitted closure runs exactly once; everything the caller did before the call
+    /// happens-before the closure starts. With `group`, the group counts the work item until it
+    /// has returned. With ``SQWorkItemFlags/barrier`` on a concurrent queue the closure runs
+    /// alone: after every item submitted before it has finished and before any item submitted
+    /// after it starts (on a serial queue the flag changes nothing; on a global queue it is
+    /// ignored).
+    ///
+    /// Cost: one allocation (the box carrying the closure) on top of the C `cq_async_f`.
+    /// Thread-safe; never blocks. Dispatch: `DispatchQueue.async(group:flags:execute:)`.
+    @inlinable
+    public func async(
+        group: SQGroup? = nil,
+        flags: SQWorkItemFlags = [],
+        execute work: @escaping @Sendable () -> Void
+    ) {
+        if group == nil && !flags.contains(.barrier) {
+            cq_async_f(handle, SQWorkBox.retainedContext(work), sqRunWorkBox)
+        } else {
+            asyncSlow(group: group, barrier: flags.contains(.barrier), execute: work)
+        }
+    }
+
+    @usableFromInline
+    internal func asyncSlow(
+        group: SQGroup?,
+        barrier: Bool,
+        execute work: @escaping @Sendable () -> Void
+    ) {
+        switch (group, barrier) {
+        case (nil, _):
+            cq_barrier_async_f(handle, SQWorkBox.retainedContext(work), sqRunWorkBox)
+        case (let group?, false):
+            cq_group_async_f(group.handle, handle, SQWorkBox.retainedContext(work), sqRunWorkBox)
+        case (let group?, true):
+            // The C core has no group barrier call: enter now, leave after the closure.
+            cq_retain(sqObject(group.handle))
+            cq_group_enter(group.handle)
+            let box = SQGroupWorkBox(work, group: group.handle)
+            cq_barrier_async_f(handle, Unmanaged.passRetained(box).toOpaque(), sqRunGroupWorkBox)
+        }
+    }
+
+    /// Runs `work` on this queue, waits for it, and returns its result (or rethrows its error).
+    ///
+    /// On an idle queue the closure runs inline on the calling thread with no hand-off; on a
+    /// busy serial queue the caller waits for the items submitted before it.
+    /// On a concurrent queue it runs alongside other non-barrier items, unless `flags` contains
+    /// ``SQWorkItemFlags/barrier``. The closure does not need to be `@Sendable`: it runs before
+    /// `sync` returns, and the caller is blocked meanwhile.
+    ///
+    /// Cost: the closure's context and result live on the caller's stack. A closure without
+    /// captures costs no allocation; a capturing one costs one small allocation, the wrapper
+    /// Swift's `withoutActuallyEscaping` needs to hand a non-escaping closure to C.
+    ///
+    /// Blocks until the closure has run. Calling `sync` onto a queue the calling thread is
+    /// already running exclusively (directly, through a chain of syncs, or through a target
+    /// queue) would deadlock; the C core aborts with a message instead. A pool worker that waits
+    /// hands its CPU to a spare thread, so waiting never starves the pool. Thread-safe.
+    /// Dispatch: `DispatchQueue.sync(flags:execute:)`.
+    @inlinable
+    public func sync<T>(flags: SQWorkItemFlags = [], execute work: () throws -> T) rethrows -> T {
+        try syncHelper(barrier: flags.contains(.barrier), execute: work, rescue: { throw $0 })
+    }
+
+    /// The body of `sync`: `rescue` turns the captured error back into a throw, which is what
+    /// lets `sync` be `rethrows`.
+    @inlinable
+    internal func syncHelper<T>(
+        barrier: Bool,
+        execute work: () throws -> T,
+        rescue: (any Error) throws -> T
+    ) rethrows -> T {
+        let outcome = withoutActuallyEscaping(work) { work in
+            var frame = SQSyncFrame(work: work)
+            frame.run(on: handle, barrier: barrier)
+            return frame.outcome
+        }
+        switch outcome {
+        case .value(let value): return value
+        case .error(let error): return try rescue(error)
+        }
+    }
+
+    // MARK: - Configuration
+
+    /// Makes this queue run its work through `queue` (`nil`: the default-priority global queue).
+    ///
+    /// Takes effect between work items: on a busy queue it is applied as a barrier. The queue
+    /// keeps its target alive. Creating a cycle, or retargeting a global queue or the main
+    /// queue, aborts the process with a message. Thread-safe; never blocks.
+    /// Dispatch: `DispatchObject.setTarget(queue:)`.
+    public func setTarget(queue: SQQueue?) {
+        cq_set_target_queue(sqObject(handle), queue?.handle)
+    }
+
+    /// Stops the queue from starting new work items. Counted: the queue runs again once every
+    /// `suspend()` has been balanced by a ``resume()``. A work item that is already running
+    /// finishes; suspension takes effect between items. Global queues and the main queue ignore
+    /// it. A queue must not be released (its last wrapper reference dropped) while suspended.
+    ///
+    /// Thread-safe; never blocks. Dispatch: `DispatchObject.suspend()`.
+    public func suspend() {
+        cq_suspend(sqObject(handle))
+    }
+
+    /// Undoes one ``suspend()``. Resuming a queue that is not suspended aborts the process.
+    ///
+    /// Thread-safe; never blocks. Dispatch: `DispatchObject.resume()`.
+    public func resume() {
+        cq_resume(sqObject(handle))
+    }
+}

@@ -1,0 +1,73 @@
+import CQueueCore
+
+/// A counting semaphore: SwiftQueues' `DispatchSemaphore`.
+///
+/// ``wait()`` decrements the count and waits while it is negative; ``signal()`` increments it
+/// and wakes one waiter. With a starting value of 0 it signals events between threads; with a
+/// value N it limits concurrent access to N.
+///
+/// Thread-safety: every method may be called from any thread. A signal has release ordering and
+/// the wait it satisfies acquire ordering. The wrapper owns one reference to the
+/// `cq_semaphore_t`. Releasing (dropping the last wrapper reference to) a semaphore whose count
+/// is below its starting value aborts the process, as libdispatch does.
+///
+/// Porting from Dispatch: `DispatchSemaphore` → `SQSemaphore`; the method names are the same.
+public final class SQSemaphore: @unchecked Sendable {
+    @usableFromInline
+    internal let handle: OpaquePointer
+
+    /// Creates a semaphore whose count starts at `value`, which must not be negative (the
+    /// process stops otherwise, or if memory is exhausted).
+    ///
+    /// Dispatch: `DispatchSemaphore(value:)`.
+    public init(value: Int) {
+        precondition(value >= 0, "SQSemaphore(value: \(value)): the value must not be negative")
+        guard let created = cq_semaphore_create(value) else {
+            fatalError("SQSemaphore(value: \(value)): cq_semaphore_create failed (out of memory)")
+        }
+        handle = created
+    }
+
+    deinit {
+        cq_release(sqObject(handle))
+    }
+
+    /// Increments the count, waking one waiter if there is one. Returns non-zero if a waiter was
+    /// woken, 0 otherwise.
+    ///
+    /// One atomic operation when nobody waits; thread-safe; never blocks.
+    /// Dispatch: `DispatchSemaphore.signal()`.
+    @inlinable
+    @discardableResult
+    public func signal() -> Int {
+        cq_semaphore_signal(handle)
+    }
+
+    /// Decrements the count, waiting as long as necessary for a ``signal()`` if it was not
+    /// positive.
+    ///
+    /// Blocks (one atomic operation when a resource is available; a bounded spin, then a sleep;
+    /// a pool worker that has to sleep hands its CPU to a spare thread first).
+    /// Dispatch: `DispatchSemaphore.wait()`.
+    @inlinable
+    public func wait() {
+        _ = cq_semaphore_wait(handle, SQTime.distantFuture.rawValue)
+    }
+
+    /// Decrements the count, waiting until a ``signal()`` or `timeout` if it was not positive.
+    ///
+    /// Returns ``SQTimeoutResult/success`` when it got the resource, ``SQTimeoutResult/timedOut``
+    /// otherwise (the count is then restored). Blocks at most until `timeout`; with a time that
+    /// has passed it only tries. Dispatch: `DispatchSemaphore.wait(timeout:)`.
+    @inlinable
+    public func wait(timeout: SQTime) -> SQTimeoutResult {
+        cq_semaphore_wait(handle, timeout.rawValue) == 0 ? .success : .timedOut
+    }
+
+    /// As ``wait(timeout:)``, with a wall-clock deadline (the wait follows changes of the wall
+    /// clock). Blocks at most until `wallTimeout`.
+    /// Dispatch: `DispatchSemaphore.wait(wallTimeout:)`.
+    public func wait(wallTimeout: SQWallTime) -> SQTimeoutResult {
+        cq_semaphore_wait(handle, wallTimeout.rawValue) == 0 ? .success : .timedOut
+    }
+}

@@ -1,0 +1,62 @@
+import CQueueCore
+
+/// Lets the non-generic C trampoline run a generic ``SQSyncFrame`` through its metatype.
+@usableFromInline
+internal protocol SQSyncFrameProtocol {
+    static func invoke(_ frame: UnsafeMutableRawPointer)
+}
+
+/// The state of a `sync` call, on the caller's stack for the whole (blocking) C call: the
+/// closure and its outcome. Nothing in it is allocated on the heap.
+@usableFromInline
+internal struct SQSyncFrame<T>: SQSyncFrameProtocol {
+    @usableFromInline
+    internal let work: () throws -> T
+    @usableFromInline
+    internal var result: SQSyncOutcome<T>?
+
+    @inlinable
+    internal init(work: @escaping () throws -> T) {
+        self.work = work
+        self.result = nil
+    }
+
+    @inlinable
+    internal var outcome: SQSyncOutcome<T> {
+        // safety: the C core has run the function before cq_sync_f returned.
+        result.unsafelyUnwrapped
+    }
+
+    @inlinable
+    internal mutating func run(on queue: OpaquePointer, barrier: Bool) {
+        withUnsafeMutablePointer(to: &self) { frame in
+            var call = SQSyncCall(invoker: SQSyncFrame<T>.self, frame: UnsafeMutableRawPointer(frame))
+            withUnsafeMutablePointer(to: &call) { call in
+                if barrier {
+                    cq_barrier_sync_f(queue, call, sqRunSyncFrame)
+                } else {
+                    cq_sync_f(queue, call, sqRunSyncFrame)
+                }
+            }
+        }
+    }
+
+    @usableFromInline
+    internal static func invoke(_ frame: UnsafeMutableRawPointer) {
+        let frame = frame.assumingMemoryBound(to: SQSyncFrame<T>.self)
+        do {
+            frame.pointee.result = .value(try frame.pointee.work())
+        } catch {
+            frame.pointee.result = .error(error)
+        }
+    }
+}
+
+/// The C trampoline for `sync`: `context` points to an ``SQSyncCall`` on the caller's stack.
+@usableFromInline
+internal let sqRunSyncFrame: cq_function_t = { context in
+    // safety: the caller keeps the call and its frame alive and unmoved until cq_sync_f
+    // returns, and the C core calls the function before it returns.
+    let call = context!.load(as: SQSyncCall.self)
+    call.invoker.invoke(call.frame)
+}

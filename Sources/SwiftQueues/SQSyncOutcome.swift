@@ -1,0 +1,6 @@
+/// What a `sync` call's closure produced.
+@usableFromInline
+internal enum SQSyncOutcome<T> {
+    case value(T)
+    case error(any Error)
+}

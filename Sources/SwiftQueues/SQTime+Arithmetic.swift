@@ -1,0 +1,34 @@
+import CQueueCore
+
+extension SQTime {
+    /// `time` moved later by `interval`; saturates (``SQTimeInterval/never`` gives
+    /// ``SQTime/distantFuture``). Dispatch: `DispatchTime + DispatchTimeInterval`.
+    @inlinable
+    public static func + (time: SQTime, interval: SQTimeInterval) -> SQTime {
+        SQTime(rawValue: cq_time(time.rawValue, interval.clampedNanoseconds))
+    }
+
+    /// `time` moved earlier by `interval`; saturates at the earliest time.
+    /// Dispatch: `DispatchTime - DispatchTimeInterval`.
+    @inlinable
+    public static func - (time: SQTime, interval: SQTimeInterval) -> SQTime {
+        SQTime(
+            rawValue: cq_time(
+                time.rawValue, SQTimeInterval.negated(interval.clampedNanoseconds)))
+    }
+
+    /// `time` moved later by `seconds`; saturates. Dispatch: `DispatchTime + Double`.
+    @inlinable
+    public static func + (time: SQTime, seconds: Double) -> SQTime {
+        SQTime(rawValue: cq_time(time.rawValue, SQTimeInterval.clampedNanoseconds(seconds: seconds)))
+    }
+
+    /// `time` moved earlier by `seconds`; saturates. Dispatch: `DispatchTime - Double`.
+    @inlinable
+    public static func - (time: SQTime, seconds: Double) -> SQTime {
+        SQTime(
+            rawValue: cq_time(
+                time.rawValue,
+                SQTimeInterval.negated(SQTimeInterval.clampedNanoseconds(seconds: seconds))))
+    }
+}

@@ -1,0 +1,114 @@
+import Synchronization
+import SwiftQueues
+
+/// Generous: only a lost work item or wake-up makes a wait this long. Tests never sleep; they
+/// wait for events with this deadline.
+func patience() -> SQTime {
+    SQTime.now() + .seconds(60)
+}
+
+/// A short deadline for waits that are expected to time out (the event must not happen).
+func shortly() -> SQTime {
+    SQTime.now() + .milliseconds(100)
+}
+
+/// A thread-safe integer counter.
+final class Counter: Sendable {
+    private let storage = Atomic<Int>(0)
+
+    init() {}
+
+    /// Adds `delta`; returns the value before the addition.
+    @discardableResult
+    func add(_ delta: Int = 1) -> Int {
+        storage.wrappingAdd(delta, ordering: .sequentiallyConsistent).oldValue
+    }
+
+    var value: Int {
+        storage.load(ordering: .sequentiallyConsistent)
+    }
+
+    /// Raises the stored value to at least `candidate`.
+    func raise(to candidate: Int) {
+        var current = storage.load(ordering: .relaxed)
+        while current < candidate {
+            let (exchanged, original) = storage.compareExchange(
+                expected: current, desired: candidate, ordering: .sequentiallyConsistent)
+            if exchanged {
+                return
+            }
+            current = original
+        }
+    }
+}
+
+/// A thread-safe append-only log.
+final class Log<Element: Sendable>: Sendable {
+    private let storage = Mutex<[Element]>([])
+
+    init() {}
+
+    func append(_ element: Element) {
+        storage.withLock { $0.append(element) }
+    }
+
+    var values: [Element] {
+        storage.withLock { $0 }
+    }
+}
+
+/// Tracks how many callers are inside a region at once, and the most ever seen.
+final class Occupancy: Sendable {
+    private let inside = Counter()
+    let peak = Counter()
+
+    init() {}
+
+    func enter() {
+        peak.raise(to: inside.add() + 1)
+    }
+
+    func exit() {
+        inside.add(-1)
+    }
+
+    /// Runs `body` inside the region.
+    func during<T>(_ body: () throws -> T) rethrows -> T {
+        enter()
+        defer { exit() }
+        return try body()
+    }
+}
+
+struct TestError: Error, Equatable {
+    let code: Int
+}
+
+/// An object that signals a semaphore when it is freed, to observe releases without sleeping.
+final class DeinitSignal: Sendable {
+    let semaphore: SQSemaphore
+    let tag: Int
+
+    init(_ semaphore: SQSemaphore, tag: Int = 0) {
+        self.semaphore = semaphore
+        self.tag = tag
+    }
+
+    deinit {
+        semaphore.signal()
+    }
+}
+
+/// A little CPU work, to widen the window in which an exclusion violation could be seen.
+@inline(never)
+func busyWork() {
+    var x: UInt64 = 0x9E37_79B9_7F4A_7C15
+    for _ in 0..<200 {
+        x ^= x << 13
+        x ^= x >> 7
+        x ^= x << 17
+    }
+    busyWorkSink.store(x, ordering: .relaxed)
+}
+
+private let busyWorkSink = Atomic<UInt64>(0)
