@@ -1,0 +1,75 @@
+# SwiftQueues — set-up, build, run and test on a Debian machine.
+#
+#   make run       install what is missing, build, run the example program (cq-hashtree)
+#   make test      install what is missing, build, run the C tests (ctest) and `swift test`
+#   make bench     build optimised and run the benchmarks against libdispatch
+#   make sanitize  the C tests under ASan+UBSan and under TSan, and `swift test --sanitize=thread`
+#   make clean     remove the build folders
+#
+# Installing packages needs root (as in CI); as another user, install them first:
+#   sudo apt-get install liburcu-dev cmake ninja-build pkg-config
+
+SHELL := /bin/bash
+BUILD ?= build
+JOBS ?= $(shell nproc)
+RUN_DIR ?= /usr/include
+APT_PACKAGES := liburcu-dev cmake ninja-build pkg-config gcc
+SWIFT_SCRATCH ?= .build
+
+.PHONY: all deps build run test test-c test-swift bench sanitize sanitize-c sanitize-swift clean
+
+all: build
+
+deps:
+	@missing=""; \
+	for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "need root to install:$$missing (or install them yourself)"; exit 1; fi; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y --no-install-recommends $$missing >/dev/null 2>&1 || \
+	    { apt-get update -qq && apt-get install -y --no-install-recommends $$missing; }; \
+	fi
+
+build: deps
+	cmake -S . -B $(BUILD) -G Ninja -DCQ_WERROR=ON
+	ninja -C $(BUILD)
+
+run: build
+	./$(BUILD)/cq-hashtree $(RUN_DIR)
+
+test: test-c test-swift
+
+test-c: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+test-swift: deps
+	swift build --scratch-path $(SWIFT_SCRATCH) -Xswiftc -warnings-as-errors
+	swift test --scratch-path $(SWIFT_SCRATCH)
+
+bench: deps
+	cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DCQ_BUILD_TESTS=OFF
+	ninja -C build-bench cq-bench
+	./build-bench/bench/cq-bench $(BENCH_ARGS)
+
+sanitize: sanitize-c sanitize-swift
+
+sanitize-c: deps
+	cmake -S . -B build-asan -G Ninja -DCMAKE_C_COMPILER=gcc -DCQ_BUILD_BENCH=OFF \
+	  -DCQ_SANITIZE=address,undefined
+	ninja -C build-asan
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  ctest --test-dir build-asan --output-on-failure -j $(JOBS)
+	cmake -S . -B build-tsan -G Ninja -DCMAKE_C_COMPILER=gcc -DCQ_BUILD_BENCH=OFF \
+	  -DCQ_SANITIZE=thread
+	ninja -C build-tsan
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	  ctest --test-dir build-tsan --output-on-failure -j $(JOBS)
+
+sanitize-swift: deps
+	swift test --scratch-path .build-tsan --sanitize=thread
+
+clean:
+	rm -rf $(BUILD) build-bench build-asan build-tsan $(SWIFT_SCRATCH) .build-tsan
