@@ -46,8 +46,7 @@ test-c: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 test-swift: deps
-	swift build --scratch-path $(SWIFT_SCRATCH) -Xswiftc -warnings-as-errors
-	swift test --scratch-path $(SWIFT_SCRATCH)
+	swift test --scratch-path $(SWIFT_SCRATCH) -Xswiftc -warnings-as-errors
 
 bench: deps
 	cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DCQ_BUILD_TESTS=OFF

@@ -32,20 +32,7 @@ import SwiftQueues
 
     @Test func testGlobalQueueIsConcurrent() {
         let q = SQQueue.global(priority: .high)
-        let a = SQSemaphore(value: 0)
-        let b = SQSemaphore(value: 0)
-        let met = Counter()
-        let group = SQGroup()
-        q.async(group: group) {
-            a.signal()
-            if b.wait(timeout: patience()) == .success { met.add() }
-        }
-        q.async(group: group) {
-            b.signal()
-            if a.wait(timeout: patience()) == .success { met.add() }
-        }
-        #expect(group.wait(timeout: patience()) == .success)
-        #expect(met.value == 2)
+        #expect(meetingCount(on: q, and: q) == 2)
     }
 
     @Test func testMainQueueSingleton() {

@@ -52,20 +52,7 @@ import SwiftQueues
         // Two serial queues meet each other: each waits for a signal only the other sends.
         let a = SQQueue(label: "parallel-a")
         let b = SQQueue(label: "parallel-b")
-        let toA = SQSemaphore(value: 0)
-        let toB = SQSemaphore(value: 0)
-        let met = Counter()
-        let group = SQGroup()
-        a.async(group: group) {
-            toB.signal()
-            if toA.wait(timeout: patience()) == .success { met.add() }
-        }
-        b.async(group: group) {
-            toA.signal()
-            if toB.wait(timeout: patience()) == .success { met.add() }
-        }
-        #expect(group.wait(timeout: patience()) == .success)
-        #expect(met.value == 2)
+        #expect(meetingCount(on: a, and: b) == 2)
     }
 
     @Test func testSubmitToSelf() {

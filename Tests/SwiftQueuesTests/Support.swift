@@ -1,5 +1,6 @@
 import Synchronization
 import SwiftQueues
+import Testing
 
 /// Generous: only a lost work item or wake-up makes a wait this long. Tests never sleep; they
 /// wait for events with this deadline.
@@ -112,3 +113,23 @@ func busyWork() {
 }
 
 private let busyWorkSink = Atomic<UInt64>(0)
+
+/// Runs one work item on `first` and one on `second`; each signals the other and then waits for
+/// the other's signal. Returns how many met: 2 only if the two items ran at the same time (a
+/// queue that ran them one after the other makes the first wait time out).
+func meetingCount(on first: SQQueue, and second: SQQueue) -> Int {
+    let toFirst = SQSemaphore(value: 0)
+    let toSecond = SQSemaphore(value: 0)
+    let met = Counter()
+    let group = SQGroup()
+    first.async(group: group) {
+        toSecond.signal()
+        if toFirst.wait(timeout: patience()) == .success { met.add() }
+    }
+    second.async(group: group) {
+        toFirst.signal()
+        if toSecond.wait(timeout: patience()) == .success { met.add() }
+    }
+    #expect(group.wait(timeout: patience()) == .success)
+    return met.value
+}

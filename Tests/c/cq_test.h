@@ -118,6 +118,51 @@ static inline void expect_abort(const char *name, void (*fn)(void *), void *arg,
     }
 }
 
+/*
+ * Runs one task on `a` and one on `b` (as barriers if `barrier`); each signals the other and
+ * waits for the other's signal. Returns how many met: 2 only if the two tasks ran at the same
+ * time (run one after the other, the first one's wait times out).
+ */
+struct cq_test_meeting {
+    cq_semaphore_t to_a, to_b, done;
+    atomic_int met;
+};
+
+static void cq_test_meet_side_a(void *ctx)
+{
+    struct cq_test_meeting *m = ctx;
+    cq_semaphore_signal(m->to_b);
+    if (cq_semaphore_wait(m->to_a, cq_time(CQ_TIME_NOW, CQ_TEST_PATIENCE_NS)) == 0) {
+        atomic_fetch_add(&m->met, 1);
+    }
+    cq_semaphore_signal(m->done);
+}
+
+static void cq_test_meet_side_b(void *ctx)
+{
+    struct cq_test_meeting *m = ctx;
+    cq_semaphore_signal(m->to_a);
+    if (cq_semaphore_wait(m->to_b, cq_time(CQ_TIME_NOW, CQ_TEST_PATIENCE_NS)) == 0) {
+        atomic_fetch_add(&m->met, 1);
+    }
+    cq_semaphore_signal(m->done);
+}
+
+static inline int cq_test_meeting_count(cq_queue_t a, cq_queue_t b, bool barrier)
+{
+    struct cq_test_meeting m = {cq_semaphore_create(0), cq_semaphore_create(0),
+                                cq_semaphore_create(0), 0};
+    (barrier ? cq_barrier_async_f : cq_async_f)(a, &m, cq_test_meet_side_a);
+    (barrier ? cq_barrier_async_f : cq_async_f)(b, &m, cq_test_meet_side_b);
+    for (int i = 0; i < 2; i++) {
+        REQUIRE(cq_semaphore_wait(m.done, cq_time(CQ_TIME_NOW, 2 * CQ_TEST_PATIENCE_NS)) == 0);
+    }
+    cq_release(m.to_a);
+    cq_release(m.to_b);
+    cq_release(m.done);
+    return atomic_load(&m.met);
+}
+
 static inline uint64_t cq_test_now_ns(void)
 {
     struct timespec ts;

@@ -14,42 +14,11 @@ static void noop(void *ctx)
 
 /* ---- parallelism: two tasks of one concurrent queue meet each other ---------------------- */
 
-struct meet {
-    cq_semaphore_t a, b;
-    atomic_int ok;
-};
-
-static void meet_a(void *ctx)
-{
-    struct meet *m = ctx;
-    cq_semaphore_signal(m->a);
-    if (cq_semaphore_wait(m->b, cq_test_deadline()) == 0) {
-        atomic_fetch_add(&m->ok, 1);
-    }
-}
-
-static void meet_b(void *ctx)
-{
-    struct meet *m = ctx;
-    cq_semaphore_signal(m->b);
-    if (cq_semaphore_wait(m->a, cq_test_deadline()) == 0) {
-        atomic_fetch_add(&m->ok, 1);
-    }
-}
-
 static void test_tasks_run_in_parallel(void)
 {
     cq_queue_t q = cq_queue_create("conc", CQ_QUEUE_CONCURRENT);
-    struct meet m = {cq_semaphore_create(0), cq_semaphore_create(0), 0};
-    cq_group_t g = cq_group_create();
-    cq_group_async_f(g, q, &m, meet_a);
-    cq_group_async_f(g, q, &m, meet_b);
-    WAIT_GROUP(g);
-    CHECK_EQ(atomic_load(&m.ok), 2);
-    cq_release(g);
+    CHECK_EQ(cq_test_meeting_count(q, q, false), 2);
     cq_release(q);
-    cq_release(m.a);
-    cq_release(m.b);
 }
 
 /* ---- barrier exclusion ------------------------------------------------------------------- */
@@ -253,37 +222,10 @@ static void test_barrier_sync_ordering(void)
 
 /* ---- a barrier on a global queue is a plain task: two of them meet each other ----------- */
 
-struct global_meet {
-    struct meet m;
-    cq_semaphore_t done;
-};
-
-static void global_barrier_a(void *ctx)
-{
-    struct global_meet *x = ctx;
-    meet_a(&x->m);
-    cq_semaphore_signal(x->done);
-}
-
-static void global_barrier_b(void *ctx)
-{
-    struct global_meet *x = ctx;
-    meet_b(&x->m);
-    cq_semaphore_signal(x->done);
-}
-
 static void test_global_barrier_is_plain(void)
 {
-    struct global_meet x = {{cq_semaphore_create(0), cq_semaphore_create(0), 0},
-                            cq_semaphore_create(0)};
-    cq_barrier_async_f(cq_get_global_queue(0, 0), &x, global_barrier_a);
-    cq_barrier_async_f(cq_get_global_queue(0, 0), &x, global_barrier_b);
-    WAIT_SEMA(x.done);
-    WAIT_SEMA(x.done);
-    CHECK_EQ(atomic_load(&x.m.ok), 2); /* both met: the barriers ran at the same time */
-    cq_release(x.m.a);
-    cq_release(x.m.b);
-    cq_release(x.done);
+    cq_queue_t g = cq_get_global_queue(0, 0);
+    CHECK_EQ(cq_test_meeting_count(g, g, true), 2); /* both ran at the same time */
 }
 
 /* ---- a concurrent queue targeting a serial queue becomes serial ---------------------------- */
