@@ -242,6 +242,14 @@ static void test_idle_no_wakeups(void)
      * searchers park, the monitor goes quiet). */
     cq_semaphore_t s = cq_semaphore_create(0);
     cq_semaphore_wait(s, cq_time(CQ_TIME_NOW, 300 * 1000000ll));
+    /* The pressure of the earlier tests is over: the monitor's extra run queues have retired
+     * and at most `workers` spare threads stay parked. */
+    struct cq_runtime_info info;
+    cq_runtime_get_info(&info);
+    fprintf(stderr, "   after the pressure: %u run queues, %u threads (%u workers, %u spares)\n",
+            info.procs, info.threads, info.workers, info.spares_parked);
+    CHECK_EQ(info.procs, info.workers);
+    CHECK(info.spares_parked <= info.workers);
     long before = runtime_thread_switches();
     cq_semaphore_wait(s, cq_time(CQ_TIME_NOW, 500 * 1000000ll)); /* half a second of idling */
     long after = runtime_thread_switches();

@@ -147,6 +147,45 @@ static void test_other_finalizers(void)
     cq_release(s);
 }
 
+/* ---- finalizers of a hierarchy run child first: a queue keeps its target alive ---------- */
+
+static atomic_int fin_seq;
+static int fin_order[3];
+static cq_semaphore_t fin_done;
+
+static void ordered_finalizer(void *ctx)
+{
+    fin_order[(intptr_t)ctx] = atomic_fetch_add(&fin_seq, 1);
+    cq_semaphore_signal(fin_done);
+}
+
+static void test_finalizer_order(void)
+{
+    fin_done = cq_semaphore_create(0);
+    cq_queue_t root = cq_queue_create("fin-root", NULL);
+    cq_queue_t mid = cq_queue_create("fin-mid", CQ_QUEUE_CONCURRENT);
+    cq_queue_t leaf = cq_queue_create("fin-leaf", NULL);
+    cq_set_target_queue(mid, root);
+    cq_set_target_queue(leaf, mid);
+    cq_queue_t qs[3] = {leaf, mid, root};
+    for (intptr_t i = 0; i < 3; i++) {
+        cq_set_context(qs[i], (void *)i);
+        cq_set_finalizer_f(qs[i], ordered_finalizer);
+    }
+    cq_async_f(leaf, NULL, noop);
+    /* Released root first: each level still has the one below it holding it. */
+    cq_release(root);
+    cq_release(mid);
+    cq_release(leaf);
+    for (int i = 0; i < 3; i++) {
+        WAIT_SEMA(fin_done);
+    }
+    CHECK_EQ(fin_order[0], 0); /* leaf */
+    CHECK_EQ(fin_order[1], 1); /* mid */
+    CHECK_EQ(fin_order[2], 2); /* root */
+    cq_release(fin_done);
+}
+
 /* ---- queue-specific keys ------------------------------------------------------------- */
 
 static int key_a, key_b, key_c;
@@ -263,6 +302,7 @@ int main(void)
     RUN(test_concurrent_release_in_flight);
     RUN(test_retain_release);
     RUN(test_other_finalizers);
+    RUN(test_finalizer_order);
     RUN(test_specifics);
     RUN(test_specifics_concurrent);
     TEST_MAIN_END();
