@@ -15,6 +15,7 @@
 #include "group_internal.h"
 #include "parker_internal.h"
 #include "pool_internal.h"
+#include "source_internal.h"
 #include "rcu_internal.h"
 #include "sync_internal.h"
 #include "task_internal.h"
@@ -134,6 +135,10 @@ static void redirect(struct cq_queue_s *q, struct cq__item *it, unsigned flags)
 
 bool cq__queue_try_acquire_width(struct cq_queue_s *q)
 {
+    /* Nothing may be queued (a barrier, or anything behind one): see cq__queue_try_lock. */
+    if (!cq__mpsc_empty(&q->tail)) {
+        return false;
+    }
     uint64_t s = cq__load(&q->state, relaxed);
     for (;;) {
         if (s & (CQ__QS_LOCK | CQ__QS_ENQUEUED | CQ__QS_DIRTY | CQ__QS_BARRIER_WAIT |
@@ -479,6 +484,9 @@ void cq__item_invoke(struct cq__item *it)
     case CQ__ITEM_APPLY:
         cq__apply_invoke(it);
         break;
+    case CQ__ITEM_SOURCE:
+        cq__source_invoke((struct cq_source_s *)((char *)it - offsetof(struct cq_source_s, item)));
+        break;
     default:
         cq__crash("internal error: unknown item kind %u at %p", it->kind, (void *)it);
     }
@@ -583,6 +591,13 @@ static void retarget_barrier(void *ctx)
 
 void cq_set_target_queue(void *object, cq_queue_t target)
 {
+    struct cq__object *o = cq__object_check(object, 0, "cq_set_target_queue");
+    if (o->cls == &cq__source_class) {
+        cq__source_set_target((struct cq_source_s *)o,
+                              target ? cq__queue_check(target, "cq_set_target_queue")
+                                     : &cq__root_queues[CQ__PRIO_DEFAULT]);
+        return;
+    }
     struct cq_queue_s *q = cq__queue_check(object, "cq_set_target_queue");
     if (cq__object_is_immortal(&q->obj)) {
         cq__crash("cq_set_target_queue: cannot change the target of %s", CQ_DESCRIBE(q));

@@ -122,15 +122,15 @@ CQ_INTERNAL void cq__queue_release_width(struct cq_queue_s *q);
 
 /*
  * Takes LOCK if the queue is completely idle (nothing queued, running or suspended). The list
- * is not looked at: a completed push leaves ENQUEUED, LOCK or DIRTY behind, so an idle state
- * word means an empty list, except for a push still between its exchange and its wake-up —
- * concurrent with us, so it may as well come after.
+ * must be empty too, not only the state word: the first push onto an empty list announces it
+ * (wake-up) only after its exchange, and pushes behind it do not announce themselves at all, so
+ * the caller's own earlier async may sit in a list whose state word still reads idle.
  */
 CQ_INLINE bool cq__queue_try_lock(struct cq_queue_s *q)
 {
     uint64_t s = 0;
     /* acquire: pairs with the release in cq__queue_unlock / width release of the last owner */
-    return cq__cas(&q->state, &s, CQ__QS_LOCK, acquire);
+    return cq__mpsc_empty(&q->tail) && cq__cas(&q->state, &s, CQ__QS_LOCK, acquire);
 }
 
 /*

@@ -9,6 +9,11 @@
 
 #include "cq_test.h"
 
+static void noop(void *ctx)
+{
+    (void)ctx;
+}
+
 static pid_t gettid_(void)
 {
     return (pid_t)syscall(SYS_gettid);
@@ -71,6 +76,72 @@ static void test_sync_after_async(void)
         CHECK_EQ(s.seen, (long)round * 1000);
     }
     cq_release(q);
+}
+
+/* ---- many producers: each sync runs after that producer's own earlier asyncs ------------
+ * (the first push onto an empty list announces itself only after its exchange; a sync must not
+ * slip past an async of its own caller that sits behind such a push) */
+
+#define FIFO_PRODUCERS 4
+#define FIFO_ROUNDS 20000
+
+static cq_queue_t fifo_q;
+static long fifo_done[FIFO_PRODUCERS]; /* only touched on fifo_q */
+static atomic_long fifo_violations;
+
+static void fifo_async(void *ctx)
+{
+    fifo_done[(intptr_t)ctx]++;
+}
+
+struct fifo_check {
+    intptr_t producer;
+    long expected;
+};
+
+static void fifo_sync(void *ctx)
+{
+    struct fifo_check *c = ctx;
+    if (fifo_done[c->producer] != c->expected) {
+        atomic_fetch_add(&fifo_violations, 1);
+    }
+}
+
+static bool fifo_concurrent;
+
+static void *fifo_producer(void *arg)
+{
+    intptr_t p = (intptr_t)arg;
+    for (long i = 1; i <= FIFO_ROUNDS; i++) {
+        cq_async_f(fifo_q, (void *)p, fifo_async);
+        struct fifo_check c = {p, i};
+        /* On a concurrent queue only a barrier waits for the tasks before it. */
+        if (i % 2 && !fifo_concurrent) {
+            cq_sync_f(fifo_q, &c, fifo_sync);
+        } else {
+            cq_barrier_sync_f(fifo_q, &c, fifo_sync);
+        }
+    }
+    return NULL;
+}
+
+static void test_sync_after_own_async_many_producers(void)
+{
+    for (int kind = 0; kind < 2; kind++) {
+        fifo_concurrent = kind;
+        fifo_q = cq_queue_create("fifo-mp", kind ? CQ_QUEUE_CONCURRENT : CQ_QUEUE_SERIAL);
+        memset(fifo_done, 0, sizeof fifo_done);
+        pthread_t th[FIFO_PRODUCERS];
+        for (intptr_t p = 0; p < FIFO_PRODUCERS; p++) {
+            pthread_create(&th[p], NULL, fifo_producer, (void *)p);
+        }
+        for (int p = 0; p < FIFO_PRODUCERS; p++) {
+            pthread_join(th[p], NULL);
+        }
+        cq_barrier_sync_f(fifo_q, NULL, noop);
+        CHECK_EQ(atomic_load(&fifo_violations), 0);
+        cq_release(fifo_q);
+    }
 }
 
 /* ---- sync through a target chain holds every level ---------------------------------------- */
@@ -278,6 +349,7 @@ int main(void)
 {
     RUN(test_sync_runs_inline);
     RUN(test_sync_after_async);
+    RUN(test_sync_after_own_async_many_producers);
     RUN(test_sync_target_chain);
     RUN(test_sync_from_workers);
     RUN(test_nested_sync);
