@@ -7,6 +7,7 @@
  *   CQ__ITEM_EXEC_WAITER  a cq_sync_f onto a main-thread-bound queue: the drainer runs it
  *   CQ__ITEM_REDIRECT     wraps an item that already holds one concurrent queue's width
  *   CQ__ITEM_APPLY        a helper of cq_apply_f
+ *   CQ__ITEM_SOURCE       a source's handler item (embedded in the source)
  * An item is in at most one list at a time; `next` is the link of whichever list holds it.
  */
 #ifndef CQ_ITEM_INTERNAL_H
@@ -26,6 +27,7 @@ enum cq__item_kind {
     CQ__ITEM_EXEC_WAITER,
     CQ__ITEM_REDIRECT,
     CQ__ITEM_APPLY,
+    CQ__ITEM_SOURCE,
 };
 
 enum cq__item_flags {

@@ -25,7 +25,8 @@ void cq__object_init_immortal(struct cq__object *o, const struct cq__class *cls)
 bool cq__class_is_known(const struct cq__class *cls)
 {
     /* Compared by address, never dereferenced: a stray pointer is reported, not followed. */
-    return cls == &cq__queue_class || cls == &cq__semaphore_class || cls == &cq__group_class;
+    return cls == &cq__queue_class || cls == &cq__semaphore_class || cls == &cq__group_class ||
+           cls == &cq__source_class;
 }
 
 struct cq__object *cq__object_check(const void *object, enum cq__kind kind, const char *call)

@@ -47,7 +47,8 @@ struct cq__object {
     cq_function_t finalizer;       /* owner: the application (cq_set_finalizer_f) */
 };
 
-extern const struct cq__class cq__queue_class, cq__semaphore_class, cq__group_class;
+extern const struct cq__class cq__queue_class, cq__semaphore_class, cq__group_class,
+    cq__source_class;
 
 /* Whether cls is one of the classes above (compared by address). */
 CQ_INTERNAL bool cq__class_is_known(const struct cq__class *cls);

@@ -16,9 +16,14 @@ void cq__rcu_register(void)
     }
 }
 
+void cq__rcu_mark_liburcu_thread(void)
+{
+    cq__tls.rcu_registered = 2; /* registered, by liburcu: not ours to unregister */
+}
+
 void cq__rcu_unregister(void)
 {
-    if (cq__tls.rcu_registered) {
+    if (cq__tls.rcu_registered == 1) {
         urcu_memb_unregister_thread();
         cq__tls.rcu_registered = 0;
     }

@@ -16,6 +16,7 @@
 
 CQ_INTERNAL void cq__rcu_register(void);   /* idempotent, per thread */
 CQ_INTERNAL void cq__rcu_unregister(void); /* at thread exit */
+CQ_INTERNAL void cq__rcu_mark_liburcu_thread(void);
 
 extern char cq__rcu_tsan_sync;
 
@@ -39,11 +40,14 @@ CQ_INLINE void cq__rcu_defer(struct rcu_head *head, void (*fn)(struct rcu_head *
     urcu_memb_call_rcu(head, fn);
 }
 
-/* First thing in a call_rcu callback. */
+/* First thing in a call_rcu callback. liburcu's callback threads are registered readers of
+ * their own: note it, so that a callback that frees a queue (and defers more) does not
+ * register the thread a second time. */
 CQ_INLINE void cq__rcu_reclaim_begin(struct rcu_head *head)
 {
     cq__tsan_acquire(head);
     cq__tsan_acquire(&cq__rcu_tsan_sync);
+    cq__rcu_mark_liburcu_thread();
 }
 
 #endif /* CQ_RCU_INTERNAL_H */

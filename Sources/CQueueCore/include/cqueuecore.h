@@ -13,6 +13,7 @@
 #include <cqueuecore/group.h>
 #include <cqueuecore/once.h>
 #include <cqueuecore/apply.h>
+#include <cqueuecore/source.h>
 #include <cqueuecore/runtime.h>
 
 #endif /* CQUEUECORE_H */

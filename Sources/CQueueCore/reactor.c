@@ -1,0 +1,698 @@
+/*
+ * The reactor: one thread ("cq-reactor") on one epoll instance.
+ *
+ *   eventfd   wake-ups, coalesced behind an atomic flag: a waker writes only when it sets the
+ *             flag, the reactor clears it before it looks at its commands.
+ *   timerfds  one on CLOCK_MONOTONIC, one on CLOCK_REALTIME (TFD_TIMER_CANCEL_ON_SET), absolute,
+ *             re-armed only when the earliest deadline changes (timer.c).
+ *   signalfd  the signals of SIGNAL sources. The runtime's threads block them; a counting
+ *             handler is installed for signals whose disposition was SIG_DFL or SIG_IGN (an
+ *             ignored signal is discarded before signalfd could see it), so signals delivered
+ *             to application threads are counted too.
+ *   inotify   VNODE sources; one watch per inode, shared by the sources on it.
+ *   pidfds    PROC sources (exit).
+ *   other fds READ/WRITE sources, edge-triggered; after each handler the source re-checks
+ *             readiness with poll(), which keeps level-triggered behaviour without re-arming.
+ * epoll's data carries (generation << 32 | slot) into a slot table, so an event that was already
+ * collected for a descriptor that has since been unregistered is recognised and dropped.
+ *
+ * Sources talk to the reactor with commands (flags on the source, the source pushed on an MPSC
+ * list when the flags go from none to some). The reactor alone touches registrations; it makes
+ * no wake-ups while nothing is due: epoll_wait has no timeout.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "diag_internal.h"
+#include "pool_internal.h"
+#include "reactor_internal.h"
+#include "source_internal.h"
+
+enum slot_kind { SLOT_FREE = 0, SLOT_WAKE, SLOT_TIMER_MONO, SLOT_TIMER_WALL, SLOT_SIGNAL,
+                 SLOT_INOTIFY, SLOT_FD, SLOT_PIDFD };
+
+struct slot {
+    uint32_t gen;
+    uint8_t kind;
+    void *ptr;       /* SLOT_FD: struct fdreg; SLOT_PIDFD: the source */
+    uint32_t next_free;
+};
+
+/* All sources on one descriptor (epoll accepts each descriptor once). */
+struct fdreg {
+    int fd;
+    uint32_t slot;
+    uint32_t events;
+    struct cq_source_s *readers;
+    struct cq_source_s *writers;
+};
+
+/* All sources on one inotify watch. */
+struct watch {
+    int wd;
+    struct cq_source_s *sources;
+};
+
+static struct {
+    int epfd, wakefd, tfd[2], sigfd, inofd;
+    _Atomic uint32_t wake_flag;
+    int error; /* start-up failure (errno), 0 if running */
+    /* commands */
+    struct cq__item *_Atomic cmd_tail CQ_CACHE_ALIGNED;
+    struct cq__item *_Atomic cmd_head;
+    /* reactor thread only */
+    struct slot *slots;
+    uint32_t nslots, free_slot;
+    struct fdreg **fds; /* indexed by descriptor */
+    int nfds;
+    struct watch **watches; /* indexed by watch descriptor */
+    int nwatches;
+    struct cq_source_s *sig_sources[_NSIG];
+    struct sigaction sig_saved[_NSIG];
+    bool sig_handler_installed[_NSIG];
+    sigset_t sigmask;
+    int64_t armed[2];
+} R = {.epfd = -1, .wakefd = -1, .tfd = {-1, -1}, .sigfd = -1, .inofd = -1};
+
+static _Atomic uint32_t sig_count[_NSIG]; /* signals counted by the handler */
+static pthread_once_t start_once = PTHREAD_ONCE_INIT;
+
+/* ---- waking ------------------------------------------------------------------------------ */
+
+void cq__reactor_wake(void)
+{
+    /* seq_cst: our command (or signal count) is published before the flag is read; pairs with
+     * the reactor clearing the flag before it reads its commands */
+    if (cq__xchg(&R.wake_flag, 1, seq_cst) == 0) {
+        uint64_t one = 1;
+        ssize_t r = write(R.wakefd, &one, sizeof one); /* async-signal-safe */
+        (void)r;
+    }
+}
+
+static void on_signal(int signo)
+{
+    int saved = errno;
+    cq__add(&sig_count[signo], 1, relaxed);
+    cq__reactor_wake();
+    errno = saved;
+}
+
+void cq__reactor_command(struct cq_source_s *s, uint32_t cmds)
+{
+    if (cq__or(&s->cmds, cmds, acq_rel) == 0) {
+        cq__ref_retain(&s->obj); /* while on the command list */
+        cq__mpsc_push(&R.cmd_tail, &R.cmd_head, &s->cmd_item, &s->cmd_item);
+    }
+    cq__reactor_wake();
+}
+
+/* ---- slots ----------------------------------------------------------------------------- */
+
+static uint32_t slot_alloc(enum slot_kind kind, void *ptr)
+{
+    if (R.free_slot == UINT32_MAX) {
+        uint32_t n = R.nslots ? R.nslots * 2 : 64;
+        struct slot *s = realloc(R.slots, n * sizeof *s);
+        if (s == NULL) {
+            cq__crash("out of memory registering a source");
+        }
+        for (uint32_t i = R.nslots; i < n; i++) {
+            s[i] = (struct slot){.gen = 1, .kind = SLOT_FREE, .next_free = i + 1 < n ? i + 1 : UINT32_MAX};
+        }
+        R.slots = s;
+        R.free_slot = R.nslots;
+        R.nslots = n;
+    }
+    uint32_t i = R.free_slot;
+    R.free_slot = R.slots[i].next_free;
+    R.slots[i].kind = (uint8_t)kind;
+    R.slots[i].ptr = ptr;
+    return i;
+}
+
+static void slot_free(uint32_t i)
+{
+    R.slots[i].gen++; /* events already collected for it no longer match */
+    R.slots[i].kind = SLOT_FREE;
+    R.slots[i].ptr = NULL;
+    R.slots[i].next_free = R.free_slot;
+    R.free_slot = i;
+}
+
+static uint64_t slot_data(uint32_t i)
+{
+    return ((uint64_t)R.slots[i].gen << 32) | i;
+}
+
+static int epoll_add(int fd, uint32_t events, uint32_t slot)
+{
+    struct epoll_event ev = {.events = events, .data.u64 = slot_data(slot)};
+    return epoll_ctl(R.epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+/* ---- start-up ------------------------------------------------------------------------------ */
+
+static void *reactor_main(void *arg);
+
+static void reactor_start(void)
+{
+    R.free_slot = UINT32_MAX;
+    R.armed[0] = R.armed[1] = INT64_MAX;
+    sigemptyset(&R.sigmask);
+    R.epfd = epoll_create1(EPOLL_CLOEXEC);
+    R.wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    R.tfd[0] = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    R.tfd[1] = timerfd_create(CLOCK_REALTIME, TFD_CLOEXEC | TFD_NONBLOCK);
+    R.inofd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    if (R.epfd < 0 || R.wakefd < 0 || R.tfd[0] < 0 || R.tfd[1] < 0 || R.inofd < 0 ||
+        epoll_add(R.wakefd, EPOLLIN, slot_alloc(SLOT_WAKE, NULL)) < 0 ||
+        epoll_add(R.tfd[0], EPOLLIN, slot_alloc(SLOT_TIMER_MONO, NULL)) < 0 ||
+        epoll_add(R.tfd[1], EPOLLIN, slot_alloc(SLOT_TIMER_WALL, NULL)) < 0 ||
+        epoll_add(R.inofd, EPOLLIN, slot_alloc(SLOT_INOTIFY, NULL)) < 0) {
+        R.error = errno ? errno : EMFILE;
+        cq__report("cannot start the reactor (%s): sources and cq_after_f are unavailable",
+                   strerror(R.error));
+        return;
+    }
+    pthread_t thread;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    sigset_t old;
+    cq__block_async_signals(&old);
+    int err = pthread_create(&thread, &attr, reactor_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    if (err) {
+        R.error = err;
+        cq__report("cannot start the reactor thread (%s)", strerror(err));
+    }
+}
+
+int cq__reactor_ensure_started(void)
+{
+    pthread_once(&start_once, reactor_start);
+    return R.error;
+}
+
+/* ---- registrations (reactor thread) ------------------------------------------------------- */
+
+static struct fdreg *fdreg_get(int fd)
+{
+    if (fd >= R.nfds) {
+        int n = R.nfds ? R.nfds : 64;
+        while (n <= fd) {
+            n *= 2;
+        }
+        struct fdreg **f = realloc(R.fds, (size_t)n * sizeof *f);
+        if (f == NULL) {
+            cq__crash("out of memory registering a descriptor");
+        }
+        memset(f + R.nfds, 0, (size_t)(n - R.nfds) * sizeof *f);
+        R.fds = f;
+        R.nfds = n;
+    }
+    if (R.fds[fd] == NULL) {
+        struct fdreg *r = calloc(1, sizeof *r);
+        if (r == NULL) {
+            cq__crash("out of memory registering a descriptor");
+        }
+        r->fd = fd;
+        r->slot = UINT32_MAX;
+        R.fds[fd] = r;
+    }
+    return R.fds[fd];
+}
+
+static void list_add(struct cq_source_s **list, struct cq_source_s *s)
+{
+    s->next_on_key = *list;
+    *list = s;
+}
+
+static void list_remove(struct cq_source_s **list, struct cq_source_s *s)
+{
+    for (struct cq_source_s **p = list; *p; p = &(*p)->next_on_key) {
+        if (*p == s) {
+            *p = s->next_on_key;
+            s->next_on_key = NULL;
+            return;
+        }
+    }
+}
+
+/* Updates epoll for a descriptor after its readers or writers changed. */
+static void fdreg_update(struct fdreg *r)
+{
+    uint32_t want = EPOLLET | (r->readers ? EPOLLIN | EPOLLRDHUP : 0) | (r->writers ? EPOLLOUT : 0);
+    if (!r->readers && !r->writers) {
+        if (r->slot != UINT32_MAX) {
+            epoll_ctl(R.epfd, EPOLL_CTL_DEL, r->fd, NULL); /* fails harmlessly if closed */
+            slot_free(r->slot);
+        }
+        R.fds[r->fd] = NULL;
+        free(r);
+        return;
+    }
+    if (r->slot == UINT32_MAX) {
+        r->slot = slot_alloc(SLOT_FD, r);
+        if (epoll_add(r->fd, want, r->slot) < 0) {
+            /* EPERM: a regular file or a directory, which epoll does not poll: always ready
+             * (each handler's readiness check fires the next one). Other errors: the descriptor
+             * went away; the source simply never fires. */
+            slot_free(r->slot);
+            r->slot = UINT32_MAX;
+            r->events = 0;
+            for (struct cq_source_s *s = r->readers; s; s = s->next_on_key) {
+                cq__source_event(s, 0, errno == EPERM);
+            }
+            for (struct cq_source_s *s = r->writers; s; s = s->next_on_key) {
+                cq__source_event(s, 0, errno == EPERM);
+            }
+            return;
+        }
+    } else if (want != r->events) {
+        struct epoll_event ev = {.events = want, .data.u64 = slot_data(r->slot)};
+        epoll_ctl(R.epfd, EPOLL_CTL_MOD, r->fd, &ev);
+    }
+    r->events = want;
+}
+
+static int inotify_mask_for(uintptr_t mask)
+{
+    int m = IN_UNMOUNT;
+    if (mask & (CQ_VNODE_DELETE | CQ_VNODE_LINK | CQ_VNODE_ATTRIB)) {
+        m |= IN_ATTRIB | IN_DELETE_SELF;
+    }
+    if (mask & (CQ_VNODE_WRITE | CQ_VNODE_EXTEND)) {
+        m |= IN_MODIFY | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO;
+    }
+    if (mask & CQ_VNODE_RENAME) {
+        m |= IN_MOVE_SELF;
+    }
+    return m;
+}
+
+int cq__vnode_watch(int fd, uintptr_t mask)
+{
+    if (cq__reactor_ensure_started() != 0) {
+        errno = R.error;
+        return -1;
+    }
+    char proc[64], path[PATH_MAX];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(proc, path, sizeof path - 1);
+    if (n < 0) {
+        return -1;
+    }
+    path[n] = '\0';
+    /* IN_MASK_ADD: other sources may watch the same inode with other events. */
+    return inotify_add_watch(R.inofd, path, (uint32_t)inotify_mask_for(mask) | IN_MASK_ADD);
+}
+
+static void watch_register(struct cq_source_s *s)
+{
+    if (s->wd < 0) {
+        return;
+    }
+    if (s->wd >= R.nwatches) {
+        int n = R.nwatches ? R.nwatches : 64;
+        while (n <= s->wd) {
+            n *= 2;
+        }
+        struct watch **w = realloc(R.watches, (size_t)n * sizeof *w);
+        if (w == NULL) {
+            cq__crash("out of memory registering a file watch");
+        }
+        memset(w + R.nwatches, 0, (size_t)(n - R.nwatches) * sizeof *w);
+        R.watches = w;
+        R.nwatches = n;
+    }
+    if (R.watches[s->wd] == NULL) {
+        R.watches[s->wd] = calloc(1, sizeof(struct watch));
+        if (R.watches[s->wd] == NULL) {
+            cq__crash("out of memory registering a file watch");
+        }
+        R.watches[s->wd]->wd = s->wd;
+    }
+    struct stat st;
+    if (fstat((int)s->handle, &st) == 0) {
+        s->vnode_size = st.st_size;
+        s->vnode_nlink = st.st_nlink;
+    }
+    list_add(&R.watches[s->wd]->sources, s);
+}
+
+static void watch_unregister(struct cq_source_s *s)
+{
+    if (s->wd < 0 || s->wd >= R.nwatches || R.watches[s->wd] == NULL) {
+        return;
+    }
+    struct watch *w = R.watches[s->wd];
+    list_remove(&w->sources, s);
+    if (w->sources == NULL) {
+        inotify_rm_watch(R.inofd, w->wd);
+        R.watches[w->wd] = NULL;
+        free(w);
+    }
+}
+
+static void signal_register(struct cq_source_s *s)
+{
+    int signo = (int)s->handle;
+    bool first = R.sig_sources[signo] == NULL;
+    list_add(&R.sig_sources[signo], s);
+    if (!first) {
+        return;
+    }
+    sigaddset(&R.sigmask, signo);
+    int fd = signalfd(R.sigfd, &R.sigmask, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (fd >= 0 && R.sigfd < 0) {
+        R.sigfd = fd;
+        epoll_add(fd, EPOLLIN, slot_alloc(SLOT_SIGNAL, NULL));
+    }
+    struct sigaction old;
+    sigaction(signo, NULL, &old);
+    if (!(old.sa_flags & SA_SIGINFO) && (old.sa_handler == SIG_DFL || old.sa_handler == SIG_IGN)) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sa.sa_flags = SA_RESTART;
+        sigfillset(&sa.sa_mask);
+        R.sig_saved[signo] = old;
+        R.sig_handler_installed[signo] = sigaction(signo, &sa, NULL) == 0;
+    }
+}
+
+static void signal_unregister(struct cq_source_s *s)
+{
+    int signo = (int)s->handle;
+    list_remove(&R.sig_sources[signo], s);
+    if (R.sig_sources[signo]) {
+        return;
+    }
+    sigdelset(&R.sigmask, signo);
+    if (R.sigfd >= 0) {
+        signalfd(R.sigfd, &R.sigmask, SFD_CLOEXEC | SFD_NONBLOCK);
+    }
+    if (R.sig_handler_installed[signo]) {
+        sigaction(signo, &R.sig_saved[signo], NULL);
+        R.sig_handler_installed[signo] = false;
+    }
+}
+
+static void do_register(struct cq_source_s *s)
+{
+    switch (s->type->kind) {
+    case CQ_SOURCE_KIND_READ:
+    case CQ_SOURCE_KIND_WRITE: {
+        struct fdreg *r = fdreg_get((int)s->handle);
+        list_add(s->type->kind == CQ_SOURCE_KIND_READ ? &r->readers : &r->writers, s);
+        fdreg_update(r);
+        break;
+    }
+    case CQ_SOURCE_KIND_PROC:
+        s->slot = slot_alloc(SLOT_PIDFD, s);
+        if (epoll_add(s->fd, EPOLLIN, s->slot) < 0) {
+            slot_free(s->slot);
+            s->slot = UINT32_MAX;
+        }
+        break;
+    case CQ_SOURCE_KIND_SIGNAL:
+        signal_register(s);
+        break;
+    case CQ_SOURCE_KIND_VNODE:
+        watch_register(s);
+        break;
+    case CQ_SOURCE_KIND_TIMER:
+        cq__timer_apply(s);
+        break;
+    default:
+        break;
+    }
+}
+
+static void do_unregister(struct cq_source_s *s)
+{
+    switch (s->type->kind) {
+    case CQ_SOURCE_KIND_READ:
+    case CQ_SOURCE_KIND_WRITE: {
+        int fd = (int)s->handle;
+        struct fdreg *r = fd < R.nfds ? R.fds[fd] : NULL;
+        if (r) {
+            list_remove(s->type->kind == CQ_SOURCE_KIND_READ ? &r->readers : &r->writers, s);
+            fdreg_update(r);
+        }
+        break;
+    }
+    case CQ_SOURCE_KIND_PROC:
+        if (s->slot != UINT32_MAX) {
+            epoll_ctl(R.epfd, EPOLL_CTL_DEL, s->fd, NULL);
+            slot_free(s->slot);
+            s->slot = UINT32_MAX;
+        }
+        close(s->fd);
+        s->fd = -1;
+        break;
+    case CQ_SOURCE_KIND_SIGNAL:
+        signal_unregister(s);
+        break;
+    case CQ_SOURCE_KIND_VNODE:
+        watch_unregister(s);
+        break;
+    case CQ_SOURCE_KIND_TIMER:
+        cq__timer_remove(s);
+        break;
+    default:
+        break;
+    }
+    cq__source_unregistered(s);
+}
+
+static void run_commands(void)
+{
+    struct cq__item *it;
+    while ((it = cq__mpsc_pop(&R.cmd_tail, &R.cmd_head)) != NULL) {
+        struct cq_source_s *s = (struct cq_source_s *)((char *)it - offsetof(struct cq_source_s, cmd_item));
+        /* acq_rel: pairs with the command's or; from here a new command pushes s again */
+        uint32_t cmds = cq__xchg(&s->cmds, 0, acq_rel);
+        if (cmds & CQ__CMD_UNREGISTER) {
+            if (cmds & CQ__CMD_REGISTER) {
+                cq__source_unregistered(s); /* never registered */
+            } else {
+                do_unregister(s);
+            }
+        } else {
+            if (cmds & CQ__CMD_REGISTER) {
+                do_register(s);
+                cq__source_registered(s);
+            }
+            if (cmds & (CQ__CMD_TIMER | CQ__CMD_RESUMED)) {
+                cq__timer_apply(s);
+            }
+        }
+        cq__ref_release(&s->obj); /* the command list's reference */
+    }
+}
+
+/* ---- events (reactor thread) ---------------------------------------------------------------- */
+
+static void fd_event(struct fdreg *r, uint32_t ev)
+{
+    bool hup = ev & (EPOLLHUP | EPOLLERR | EPOLLRDHUP);
+    if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP)) {
+        for (struct cq_source_s *s = r->readers; s; s = s->next_on_key) {
+            cq__source_event(s, 0, true);
+        }
+    }
+    if (ev & EPOLLOUT || (hup && (ev & (EPOLLHUP | EPOLLERR)))) {
+        for (struct cq_source_s *s = r->writers; s; s = s->next_on_key) {
+            cq__source_event(s, 0, true);
+        }
+    }
+}
+
+static void signals_delivered(int signo, uint32_t n)
+{
+    if (n == 0 || signo <= 0 || signo >= _NSIG) {
+        return;
+    }
+    for (struct cq_source_s *s = R.sig_sources[signo]; s; s = s->next_on_key) {
+        cq__source_event(s, n, false);
+    }
+}
+
+static void read_signalfd(void)
+{
+    struct signalfd_siginfo info[16];
+    ssize_t n;
+    while ((n = read(R.sigfd, info, sizeof info)) > 0) {
+        for (size_t i = 0; i < (size_t)n / sizeof info[0]; i++) {
+            signals_delivered((int)info[i].ssi_signo, 1);
+        }
+    }
+}
+
+static uintptr_t vnode_flags(struct cq_source_s *s, uint32_t in_mask)
+{
+    uintptr_t f = 0;
+    struct stat st;
+    bool have = fstat((int)s->handle, &st) == 0;
+    if (in_mask & IN_DELETE_SELF) {
+        f |= CQ_VNODE_DELETE;
+    }
+    if (in_mask & IN_MOVE_SELF) {
+        f |= CQ_VNODE_RENAME;
+    }
+    if (in_mask & IN_UNMOUNT) {
+        f |= CQ_VNODE_REVOKE;
+    }
+    if (in_mask & (IN_MODIFY | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)) {
+        f |= CQ_VNODE_WRITE;
+        if (have && st.st_size > s->vnode_size) {
+            f |= CQ_VNODE_EXTEND;
+        }
+    }
+    if (in_mask & IN_ATTRIB) {
+        f |= CQ_VNODE_ATTRIB;
+        if (have && st.st_nlink != s->vnode_nlink) {
+            f |= CQ_VNODE_LINK;
+        }
+        if (have && st.st_nlink == 0) {
+            f |= CQ_VNODE_DELETE; /* unlinked while we hold it open */
+        }
+    }
+    if (have) {
+        s->vnode_size = st.st_size;
+        s->vnode_nlink = st.st_nlink;
+    }
+    return f & s->mask;
+}
+
+static void read_inotify(void)
+{
+    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    ssize_t n;
+    while ((n = read(R.inofd, buf, sizeof buf)) > 0) {
+        for (char *p = buf; p < buf + n;) {
+            struct inotify_event *e = (struct inotify_event *)p;
+            p += sizeof *e + e->len;
+            if (e->wd < 0 || e->wd >= R.nwatches || R.watches[e->wd] == NULL) {
+                continue;
+            }
+            for (struct cq_source_s *s = R.watches[e->wd]->sources; s; s = s->next_on_key) {
+                uintptr_t f = vnode_flags(s, e->mask);
+                if (f) {
+                    cq__source_event(s, f, false);
+                }
+            }
+        }
+    }
+}
+
+static void arm(int c, int64_t next)
+{
+    if (next == R.armed[c]) {
+        return;
+    }
+    R.armed[c] = next;
+    struct itimerspec its = {{0, 0}, {0, 0}};
+    if (next != INT64_MAX) {
+        its.it_value.tv_sec = next / 1000000000;
+        its.it_value.tv_nsec = next % 1000000000;
+        if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0) {
+            its.it_value.tv_nsec = 1; /* 0 would disarm */
+        }
+    }
+    int flags = TFD_TIMER_ABSTIME | (c == 1 ? TFD_TIMER_CANCEL_ON_SET : 0);
+    timerfd_settime(R.tfd[c], flags, &its, NULL);
+}
+
+static void *reactor_main(void *arg)
+{
+    (void)arg;
+    pthread_setname_np(pthread_self(), "cq-reactor");
+    prctl(PR_SET_TIMERSLACK, 1UL); /* timerfd expiries on time, not 50 us late */
+    struct epoll_event events[64];
+    for (;;) {
+        run_commands();
+        cq__timers_take_new();
+        for (int signo = 1; signo < _NSIG; signo++) {
+            if (R.sig_sources[signo] && cq__load(&sig_count[signo], relaxed)) {
+                signals_delivered(signo, cq__xchg(&sig_count[signo], 0, relaxed));
+            }
+        }
+        int64_t next[2];
+        cq__timers_run(&next[0], &next[1]);
+        arm(0, next[0]);
+        arm(1, next[1]);
+        int n = epoll_wait(R.epfd, events, 64, -1);
+        for (int i = 0; i < n; i++) {
+            uint32_t idx = (uint32_t)events[i].data.u64;
+            uint32_t gen = (uint32_t)(events[i].data.u64 >> 32);
+            if (idx >= R.nslots || R.slots[idx].gen != gen) {
+                continue; /* stale: unregistered after epoll_wait collected it */
+            }
+            struct slot *sl = &R.slots[idx];
+            switch (sl->kind) {
+            case SLOT_WAKE: {
+                uint64_t v;
+                ssize_t r = read(R.wakefd, &v, sizeof v);
+                (void)r;
+                /* seq_cst: pairs with the wakers' exchange; commands published before a waker
+                 * found the flag set are seen by the next run_commands */
+                cq__store(&R.wake_flag, 0, seq_cst);
+                break;
+            }
+            case SLOT_TIMER_MONO:
+            case SLOT_TIMER_WALL: {
+                uint64_t v;
+                ssize_t r = read(sl->kind == SLOT_TIMER_MONO ? R.tfd[0] : R.tfd[1], &v, sizeof v);
+                (void)r; /* ECANCELED: the wall clock was set; the timers are looked at anyway */
+                R.armed[sl->kind == SLOT_TIMER_MONO ? 0 : 1] = INT64_MIN; /* re-arm */
+                break;
+            }
+            case SLOT_SIGNAL:
+                read_signalfd();
+                break;
+            case SLOT_INOTIFY:
+                read_inotify();
+                break;
+            case SLOT_FD:
+                fd_event(sl->ptr, events[i].events);
+                break;
+            case SLOT_PIDFD: {
+                struct cq_source_s *s = sl->ptr;
+                if (s->mask & CQ_PROC_EXIT) {
+                    cq__source_event(s, CQ_PROC_EXIT, false);
+                }
+                epoll_ctl(R.epfd, EPOLL_CTL_DEL, s->fd, NULL); /* it exits once */
+                break;
+            }
+            default:
+                break;
+            }
+        }
+    }
+    return NULL;
+}

@@ -1,0 +1,562 @@
+/*
+ * Dispatch sources: creation, handlers, the handler item, suspend/resume, cancel (see
+ * source_internal.h for the state word, reactor.c and timer.c for where events come from).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/sockios.h>
+
+#include "diag_internal.h"
+#include "pool_internal.h"
+#include "queue_internal.h"
+#include "reactor_internal.h"
+#include "source_internal.h"
+
+#define VNODE_ALL                                                                               \
+    (CQ_VNODE_DELETE | CQ_VNODE_WRITE | CQ_VNODE_EXTEND | CQ_VNODE_ATTRIB | CQ_VNODE_LINK |     \
+     CQ_VNODE_RENAME | CQ_VNODE_REVOKE)
+#define PROC_ALL (CQ_PROC_EXIT | CQ_PROC_FORK | CQ_PROC_EXEC | CQ_PROC_SIGNAL)
+
+const struct cq_source_type_s cq_source_type_timer_s = {CQ_SOURCE_KIND_TIMER, "timer", 0};
+const struct cq_source_type_s cq_source_type_signal_s = {CQ_SOURCE_KIND_SIGNAL, "signal", 0};
+const struct cq_source_type_s cq_source_type_read_s = {CQ_SOURCE_KIND_READ, "read", 0};
+const struct cq_source_type_s cq_source_type_write_s = {CQ_SOURCE_KIND_WRITE, "write", 0};
+const struct cq_source_type_s cq_source_type_proc_s = {CQ_SOURCE_KIND_PROC, "proc", PROC_ALL};
+const struct cq_source_type_s cq_source_type_vnode_s = {CQ_SOURCE_KIND_VNODE, "vnode", VNODE_ALL};
+const struct cq_source_type_s cq_source_type_data_add_s = {CQ_SOURCE_KIND_DATA_ADD, "data-add", 0};
+const struct cq_source_type_s cq_source_type_data_or_s = {CQ_SOURCE_KIND_DATA_OR, "data-or", 0};
+const struct cq_source_type_s cq_source_type_data_replace_s = {CQ_SOURCE_KIND_DATA_REPLACE,
+                                                               "data-replace", 0};
+
+static const struct cq_source_type_s *const types[] = {
+    NULL,
+    &cq_source_type_timer_s,
+    &cq_source_type_signal_s,
+    &cq_source_type_read_s,
+    &cq_source_type_write_s,
+    &cq_source_type_proc_s,
+    &cq_source_type_vnode_s,
+    &cq_source_type_data_add_s,
+    &cq_source_type_data_or_s,
+    &cq_source_type_data_replace_s,
+};
+
+cq_source_type_t cq_source_type(cq_source_kind_t kind)
+{
+    return kind >= 1 && kind < sizeof types / sizeof types[0] ? types[kind] : NULL;
+}
+
+static bool is_data(const struct cq_source_type_s *t)
+{
+    return t->kind >= CQ_SOURCE_KIND_DATA_ADD;
+}
+
+static void source_xref_dispose(struct cq__object *o);
+static void source_dispose(struct cq__object *o);
+static void source_suspend(struct cq__object *o);
+static void source_resume(struct cq__object *o);
+
+const struct cq__class cq__source_class = {
+    .kind = CQ__KIND_SOURCE,
+    .name = "source",
+    .xref_dispose = source_xref_dispose,
+    .dispose = source_dispose,
+    .suspend = source_suspend,
+    .resume = source_resume,
+};
+
+static inline struct cq_source_s *source_check(cq_source_t s, const char *call)
+{
+    if (cq__unlikely(s == NULL || s->obj.cls != &cq__source_class)) {
+        cq__object_check(s, CQ__KIND_SOURCE, call);
+    }
+    return s;
+}
+
+/* ---- creation ---------------------------------------------------------------------------- */
+
+static cq_source_t fail(int err)
+{
+    errno = err;
+    return NULL;
+}
+
+cq_source_t cq_source_create(cq_source_type_t type, uintptr_t handle, uintptr_t mask,
+                             cq_queue_t queue)
+{
+    bool known = false;
+    for (size_t i = 1; i < sizeof types / sizeof types[0]; i++) {
+        known |= type == types[i];
+    }
+    if (!known || (mask & ~type->mask_allowed)) {
+        return fail(EINVAL);
+    }
+    if (!is_data(type)) {
+        int err = cq__reactor_ensure_started();
+        if (err) {
+            return fail(err);
+        }
+    }
+    int fd = -1, wd = -1;
+    switch (type->kind) {
+    case CQ_SOURCE_KIND_SIGNAL:
+        if (mask != 0 || handle < 1 || handle >= _NSIG || handle == SIGKILL || handle == SIGSTOP) {
+            return fail(EINVAL);
+        }
+        break;
+    case CQ_SOURCE_KIND_READ:
+    case CQ_SOURCE_KIND_WRITE:
+        if (handle > INT_MAX || fcntl((int)handle, F_GETFD) < 0) {
+            return fail(EBADF);
+        }
+        break;
+    case CQ_SOURCE_KIND_PROC:
+        if (mask == 0) {
+            return fail(EINVAL);
+        }
+        if (handle == 0 || handle > INT_MAX) {
+            return fail(ESRCH);
+        }
+        fd = (int)syscall(SYS_pidfd_open, (pid_t)handle, 0); /* close-on-exec by default */
+        if (fd < 0) {
+            return NULL; /* ESRCH, EMFILE, ... as the kernel said */
+        }
+        break;
+    case CQ_SOURCE_KIND_VNODE:
+        if (mask == 0) {
+            return fail(EINVAL);
+        }
+        if (handle > INT_MAX || fcntl((int)handle, F_GETFD) < 0) {
+            return fail(EBADF);
+        }
+        wd = cq__vnode_watch((int)handle, mask);
+        if (wd < 0) {
+            return NULL;
+        }
+        break;
+    default: /* TIMER and DATA_* take no handle */
+        if (handle != 0 || mask != 0) {
+            return fail(EINVAL);
+        }
+        break;
+    }
+    struct cq_queue_s *q = queue ? cq__queue_check(queue, "cq_source_create")
+                                 : cq_get_global_queue(CQ_QUEUE_PRIORITY_DEFAULT, 0);
+    struct cq_source_s *s = calloc(1, sizeof *s);
+    if (s == NULL) {
+        if (fd >= 0) {
+            close(fd);
+        }
+        return fail(ENOMEM);
+    }
+    cq__object_init(&s->obj, &cq__source_class);
+    cq__item_init(&s->item, CQ__ITEM_SOURCE, 0);
+    cq__item_init(&s->cmd_item, 0, 0);
+    s->type = type;
+    s->handle = handle;
+    s->mask = mask;
+    s->fd = fd;
+    s->wd = wd;
+    s->slot = UINT32_MAX;
+    atomic_init(&s->state, CQ__SS_SUSPEND_ONE); /* created suspended */
+    cq__ref_retain(&q->obj);
+    atomic_init(&s->target, q);
+    return s;
+}
+
+/* ---- handlers ------------------------------------------------------------------------------ */
+
+static void handler_free(struct cq__handler *h)
+{
+    if (h->destructor) {
+        h->destructor(h->context);
+    }
+    free(h);
+}
+
+/* Frees the records replaced so far: called by the handler item, the only user of records,
+ * before it reads the current ones (so none of them can be in use), and at dispose. */
+static void free_retired(struct cq_source_s *s)
+{
+    /* acquire: pairs with the release push in cq__source_set_handler */
+    struct cq__handler *h = cq__xchg(&s->retired, NULL, acquire);
+    while (h) {
+        struct cq__handler *next = h->retired_next;
+        handler_free(h);
+        h = next;
+    }
+}
+
+void cq__source_set_handler(struct cq_source_s *s, int which, cq_function_t fn, void *ctx,
+                            bool has_context, cq_function_t destructor)
+{
+    struct cq__handler *h = NULL;
+    if (fn) {
+        h = malloc(sizeof *h);
+        if (h == NULL) {
+            cq__crash("out of memory setting a source handler");
+        }
+        *h = (struct cq__handler){fn, ctx, destructor, has_context, NULL};
+    } else if (destructor) {
+        destructor(ctx); /* nothing will ever call it */
+    }
+    /* acq_rel: the record is published; the old one is ours to retire */
+    struct cq__handler *old = cq__xchg(&s->handlers[which], h, acq_rel);
+    if (old) {
+        old->retired_next = cq__load(&s->retired, relaxed);
+        while (!cq__cas_weak(&s->retired, &old->retired_next, old, release)) {
+        }
+    }
+}
+
+void cq_source_set_event_handler_f(cq_source_t s, cq_function_t handler)
+{
+    cq__source_set_handler(source_check(s, "cq_source_set_event_handler_f"), CQ__HANDLER_EVENT,
+                           handler, NULL, false, NULL);
+}
+
+void cq_source_set_cancel_handler_f(cq_source_t s, cq_function_t handler)
+{
+    cq__source_set_handler(source_check(s, "cq_source_set_cancel_handler_f"), CQ__HANDLER_CANCEL,
+                           handler, NULL, false, NULL);
+}
+
+void cq_source_set_registration_handler_f(cq_source_t s, cq_function_t handler)
+{
+    cq__source_set_handler(source_check(s, "cq_source_set_registration_handler_f"),
+                           CQ__HANDLER_REGISTRATION, handler, NULL, false, NULL);
+}
+
+static void call_handler(struct cq_source_s *s, int which)
+{
+    struct cq__handler *h = cq__load(&s->handlers[which], acquire);
+    if (h) {
+        h->function(h->has_context ? h->context : s->obj.context);
+    }
+}
+
+/* ---- scheduling -------------------------------------------------------------------------- */
+
+/* Whether the handler item has something to do in state `st`. */
+static bool wants_run(struct cq_source_s *s, uint32_t st)
+{
+    if ((st & (CQ__SS_SCHEDULED | CQ__SS_SUSPEND_MASK)) || !(st & CQ__SS_ACTIVATED)) {
+        return false;
+    }
+    if (st & CQ__SS_CANCELED) {
+        return (st & CQ__SS_UNREGISTERED) && !(st & CQ__SS_CANCEL_DONE);
+    }
+    return (st & (CQ__SS_FIRED | CQ__SS_REGISTERED_NEW)) || cq__load(&s->pending, relaxed) != 0;
+}
+
+static void push_handler(struct cq_source_s *s)
+{
+    /* The target may be swapped meanwhile; RCU keeps the one we read alive while we push. */
+    cq__rcu_read_lock();
+    struct cq_queue_s *q = cq__load(&s->target, acquire);
+    cq__queue_push(q, &s->item, CQ__PUSH_TAIL);
+    cq__rcu_read_unlock();
+}
+
+/* Schedules the handler item if it has something to do and nobody holds it. */
+static void source_wake(struct cq_source_s *s)
+{
+    uint32_t st = cq__load(&s->state, acquire);
+    for (;;) {
+        if (!wants_run(s, st)) {
+            return;
+        }
+        /* acq_rel: our merge of pending / FIRED is visible to the item that runs */
+        if (cq__cas_weak(&s->state, &st, st | CQ__SS_SCHEDULED, acq_rel)) {
+            break;
+        }
+    }
+    cq__ref_retain(&s->obj); /* the handler item's reference */
+    push_handler(s);
+}
+
+void cq__source_event(struct cq_source_s *s, uintptr_t value, bool fired)
+{
+    switch (s->type->kind) {
+    case CQ_SOURCE_KIND_DATA_OR:
+    case CQ_SOURCE_KIND_PROC:
+    case CQ_SOURCE_KIND_VNODE:
+        if (value) {
+            cq__or(&s->pending, value, release);
+        }
+        break;
+    case CQ_SOURCE_KIND_DATA_REPLACE:
+        cq__store(&s->pending, value, release);
+        break;
+    default: /* counts: timers, signals, DATA_ADD */
+        if (value) {
+            cq__add(&s->pending, value, release);
+        }
+        break;
+    }
+    if (fired) {
+        cq__or(&s->state, CQ__SS_FIRED, release);
+    }
+    source_wake(s);
+}
+
+/* READ: bytes available; WRITE: room to write (1 if unknown). */
+static uintptr_t readiness_data(struct cq_source_s *s)
+{
+    int fd = (int)s->handle;
+    int n = 0;
+    if (s->type->kind == CQ_SOURCE_KIND_READ) {
+        return ioctl(fd, FIONREAD, &n) == 0 && n > 0 ? (uintptr_t)n : 0;
+    }
+    int size = 0, queued = 0;
+    socklen_t len = sizeof size;
+    if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, &len) == 0 &&
+        ioctl(fd, SIOCOUTQ, &queued) == 0) {
+        return size > queued ? (uintptr_t)(size - queued) : 1;
+    }
+    int pipe_size = fcntl(fd, F_GETPIPE_SZ);
+    if (pipe_size > 0 && ioctl(fd, FIONREAD, &queued) == 0) {
+        return pipe_size > queued ? (uintptr_t)(pipe_size - queued) : 1;
+    }
+    return 1;
+}
+
+/* Is the descriptor still ready? (Edge-triggered epoll reports only changes.) */
+static bool still_ready(struct cq_source_s *s)
+{
+    struct pollfd p = {(int)s->handle, s->type->kind == CQ_SOURCE_KIND_READ ? POLLIN : POLLOUT, 0};
+    return poll(&p, 1, 0) == 1 && !(p.revents & POLLNVAL);
+}
+
+void cq__source_invoke(struct cq_source_s *s)
+{
+    free_retired(s);
+    uint32_t st = cq__load(&s->state, acquire);
+    if (st & CQ__SS_REGISTERED_NEW) {
+        cq__and(&s->state, ~CQ__SS_REGISTERED_NEW, relaxed);
+        if (!(st & CQ__SS_CANCELED)) {
+            call_handler(s, CQ__HANDLER_REGISTRATION);
+        }
+    }
+    bool io = s->type->kind == CQ_SOURCE_KIND_READ || s->type->kind == CQ_SOURCE_KIND_WRITE;
+    if (!(st & CQ__SS_CANCELED)) {
+        bool fired = cq__and(&s->state, ~CQ__SS_FIRED, acquire) & CQ__SS_FIRED;
+        /* acquire: pairs with the release merges of the events */
+        uintptr_t data = cq__xchg(&s->pending, 0, acquire);
+        if (io && fired) {
+            data = readiness_data(s);
+        }
+        if (fired || data) {
+            cq__store(&s->data, data, relaxed);
+            call_handler(s, CQ__HANDLER_EVENT);
+            cq__store(&s->data, 0, relaxed);
+        }
+        st = cq__load(&s->state, acquire);
+        if (io && fired && !(st & CQ__SS_CANCELED) && still_ready(s)) {
+            cq__or(&s->state, CQ__SS_FIRED, relaxed); /* level-triggered: fire again */
+        }
+    }
+    /* Finish: run the cancel handler, go again, or let go. */
+    st = cq__load(&s->state, acquire);
+    for (;;) {
+        bool cancel = (st & CQ__SS_CANCELED) && (st & CQ__SS_UNREGISTERED) &&
+                      !(st & (CQ__SS_CANCEL_DONE | CQ__SS_SUSPEND_MASK));
+        if (cancel) {
+            if (!cq__cas_weak(&s->state, &st, st | CQ__SS_CANCEL_DONE, acq_rel)) {
+                continue;
+            }
+            call_handler(s, CQ__HANDLER_CANCEL);
+            st = cq__load(&s->state, acquire);
+            continue;
+        }
+        uint32_t n = st & ~CQ__SS_SCHEDULED;
+        if (wants_run(s, n)) {
+            push_handler(s); /* again, behind whatever else the target has */
+            return;
+        }
+        /* release: our handler's effects happen-before the next item's acquire */
+        if (cq__cas_weak(&s->state, &st, n, acq_rel)) {
+            break;
+        }
+    }
+    cq__ref_release(&s->obj); /* the handler item's reference; may free s */
+}
+
+/* ---- life cycle ---------------------------------------------------------------------------- */
+
+static void source_suspend(struct cq__object *o)
+{
+    struct cq_source_s *s = (struct cq_source_s *)o;
+    uint32_t st = cq__add(&s->state, CQ__SS_SUSPEND_ONE, relaxed);
+    if ((st & CQ__SS_SUSPEND_MASK) == CQ__SS_SUSPEND_MASK) {
+        cq__crash("cq_suspend: suspend count of source %p overflowed", (void *)s);
+    }
+}
+
+static void source_resume(struct cq__object *o)
+{
+    struct cq_source_s *s = (struct cq_source_s *)o;
+    uint32_t st = cq__load(&s->state, relaxed), n;
+    for (;;) {
+        if (!(st & CQ__SS_SUSPEND_MASK)) {
+            cq__crash("cq_resume: source %p is not suspended (resumed more often than suspended)",
+                      (void *)s);
+        }
+        n = st - CQ__SS_SUSPEND_ONE;
+        if (!(st & CQ__SS_ACTIVATED)) {
+            n |= CQ__SS_ACTIVATED;
+            if (st & CQ__SS_CANCELED) {
+                n |= CQ__SS_UNREGISTERED; /* canceled before it started: nothing to register */
+            } else if (is_data(s->type)) {
+                n |= CQ__SS_NO_REACTOR | CQ__SS_REGISTERED_NEW; /* no descriptor, no timer */
+            }
+        }
+        if (cq__cas_weak(&s->state, &st, n, acq_rel)) {
+            break;
+        }
+    }
+    bool first = !(st & CQ__SS_ACTIVATED);
+    if (first && !(n & (CQ__SS_UNREGISTERED | CQ__SS_NO_REACTOR))) {
+        cq__ref_retain(&s->obj); /* the reactor's reference, until it unregisters */
+        cq__reactor_command(s, CQ__CMD_REGISTER);
+    } else if (!first && !(n & CQ__SS_SUSPEND_MASK) && s->type->kind == CQ_SOURCE_KIND_TIMER) {
+        cq__reactor_command(s, CQ__CMD_RESUMED); /* a parked timer counts what it missed */
+    }
+    source_wake(s);
+}
+
+void cq__source_registered(struct cq_source_s *s)
+{
+    cq__or(&s->state, CQ__SS_REGISTERED_NEW, release);
+    source_wake(s);
+}
+
+void cq__source_unregistered(struct cq_source_s *s)
+{
+    cq__or(&s->state, CQ__SS_UNREGISTERED, acq_rel);
+    source_wake(s); /* the cancel handler may run now */
+    cq__ref_release(&s->obj); /* the reactor's reference */
+}
+
+void cq_source_cancel(cq_source_t src)
+{
+    struct cq_source_s *s = source_check(src, "cq_source_cancel");
+    uint32_t st = cq__or(&s->state, CQ__SS_CANCELED, acq_rel);
+    if (st & CQ__SS_CANCELED) {
+        return;
+    }
+    if (st & CQ__SS_NO_REACTOR) {
+        cq__or(&s->state, CQ__SS_UNREGISTERED, acq_rel);
+        source_wake(s);
+    } else if (st & CQ__SS_ACTIVATED) {
+        cq__reactor_command(s, CQ__CMD_UNREGISTER);
+    }
+    /* Not activated yet: the first resume sees CANCELED and goes straight to the cancel
+     * handler. */
+}
+
+intptr_t cq_source_testcancel(cq_source_t s)
+{
+    return (cq__load(&source_check(s, "cq_source_testcancel")->state, acquire) &
+            CQ__SS_CANCELED) != 0;
+}
+
+uintptr_t cq_source_get_data(cq_source_t s)
+{
+    return cq__load(&source_check(s, "cq_source_get_data")->data, relaxed);
+}
+
+uintptr_t cq_source_get_handle(cq_source_t s)
+{
+    return source_check(s, "cq_source_get_handle")->handle;
+}
+
+uintptr_t cq_source_get_mask(cq_source_t s)
+{
+    return source_check(s, "cq_source_get_mask")->mask;
+}
+
+void cq_source_merge_data(cq_source_t src, uintptr_t value)
+{
+    struct cq_source_s *s = source_check(src, "cq_source_merge_data");
+    if (cq__unlikely(!is_data(s->type))) {
+        cq__crash("cq_source_merge_data: source %p is a %s source, not a data source", (void *)s,
+                  s->type->name);
+    }
+    cq__source_event(s, value, false);
+}
+
+struct old_target {
+    struct rcu_head rcu;
+    struct cq_queue_s *queue;
+};
+
+static void release_old_target(struct rcu_head *head)
+{
+    cq__rcu_reclaim_begin(head);
+    struct old_target *o = (struct old_target *)head;
+    cq__ref_release(&o->queue->obj);
+    free(o);
+}
+
+void cq__source_set_target(struct cq_source_s *s, struct cq_queue_s *q)
+{
+    cq__ref_retain(&q->obj);
+    struct cq_queue_s *old = cq__xchg(&s->target, q, acq_rel);
+    struct old_target *o = malloc(sizeof *o);
+    if (o == NULL) {
+        cq__crash("cq_set_target_queue: out of memory");
+    }
+    o->queue = old;
+    cq__rcu_defer(&o->rcu, release_old_target); /* after any push that read it */
+}
+
+static void source_xref_dispose(struct cq__object *o)
+{
+    struct cq_source_s *s = (struct cq_source_s *)o;
+    uint32_t st = cq__load(&s->state, relaxed);
+    if ((st & CQ__SS_ACTIVATED) && (st & CQ__SS_SUSPEND_MASK) && !(st & CQ__SS_CANCEL_DONE)) {
+        cq__crash("cq_release: last reference to source %p released while it is suspended "
+                  "(resume it first: its cancel handler could never run)",
+                  (void *)s);
+    }
+}
+
+static void source_dispose(struct cq__object *o)
+{
+    struct cq_source_s *s = (struct cq_source_s *)o;
+    cq_function_t fin = o->finalizer;
+    void *ctx = o->context;
+    struct cq_queue_s *q = cq__load(&s->target, relaxed);
+    free_retired(s);
+    for (int i = 0; i < 3; i++) {
+        struct cq__handler *h = cq__load(&s->handlers[i], relaxed);
+        if (h) {
+            handler_free(h);
+        }
+    }
+    if (s->fd >= 0) {
+        close(s->fd); /* a PROC source that never started */
+    }
+    if (s->timer) {
+        cq__timer_free(s->timer);
+    }
+    o->cls = NULL;
+    free(s);
+    if (fin) {
+        cq_async_f(q, ctx, fin);
+    }
+    cq__ref_release(&q->obj);
+}

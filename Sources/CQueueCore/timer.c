@@ -1,0 +1,385 @@
+/*
+ * Timers: TIMER sources and cq_after_f, on the reactor thread.
+ *
+ * Each clock (monotonic, wall) has two binary heaps over its timers: one ordered by deadline
+ * (then submission order), one by deadline + leeway ("latest"). The reactor arms its timerfd at
+ * the smallest latest, and at each wake-up fires every timer whose deadline has passed: timers
+ * whose windows overlap fire together, and none fires after its latest. Repeating timers are
+ * rescheduled at deadline + k * interval (no drift); fires missed while the reactor or the
+ * handler was late are counted in the source's data instead of firing one by one. A timer of a
+ * suspended source is parked off the heaps when it comes due, so it causes no wake-ups; resume
+ * counts what it missed.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag_internal.h"
+#include "queue_internal.h"
+#include "source_internal.h"
+#include "time_internal.h"
+
+#define NOT_IN_HEAP UINT32_MAX
+enum { BY_DEADLINE = 0, BY_LATEST = 1 };
+enum { CLOCK_MONO_IDX = 0, CLOCK_WALL_IDX = 1 };
+
+struct cq__timer {
+    int64_t deadline;       /* ns on its clock; next fire */
+    int64_t latest;         /* deadline + leeway, saturated */
+    uint64_t interval;      /* 0: one-shot */
+    uint64_t leeway;
+    uint64_t seq;           /* submission order: ties fire first-come first-served */
+    uint32_t heap_idx[2];
+    uint8_t clock;
+    bool parked;            /* its source was suspended when it came due */
+    struct cq_source_s *source; /* a TIMER source, or NULL for cq_after_f */
+    /* cq_after_f */
+    struct cq_queue_s *queue;
+    void *context;
+    cq_function_t function;
+    struct cq__timer *next_new;
+    /* the schedule requested by cq_source_set_timer, under spec_lock */
+    cq_time_t spec_start;
+    uint64_t spec_interval, spec_leeway;
+    bool spec_set;
+};
+
+struct heap {
+    struct cq__timer **items;
+    uint32_t count, capacity;
+};
+
+/* Reactor-thread state. */
+static struct heap heaps[2][2]; /* [clock][BY_DEADLINE / BY_LATEST] */
+static uint64_t next_seq;
+
+/* cq_after_f entries and schedule changes, from any thread. */
+static pthread_mutex_t spec_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cq__timer *_Atomic new_afters;
+
+static int64_t clock_now(int clock)
+{
+    struct timespec ts;
+    clock_gettime(clock == CLOCK_WALL_IDX ? CLOCK_REALTIME : CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t add_sat(int64_t a, uint64_t b)
+{
+    return b > (uint64_t)(INT64_MAX - a) ? INT64_MAX : a + (int64_t)b;
+}
+
+/* ---- heaps ------------------------------------------------------------------------------ */
+
+static bool before(const struct cq__timer *a, const struct cq__timer *b, int by)
+{
+    int64_t ka = by == BY_DEADLINE ? a->deadline : a->latest;
+    int64_t kb = by == BY_DEADLINE ? b->deadline : b->latest;
+    return ka != kb ? ka < kb : a->seq < b->seq;
+}
+
+static void heap_set(struct heap *h, int by, uint32_t i, struct cq__timer *t)
+{
+    h->items[i] = t;
+    t->heap_idx[by] = i;
+}
+
+static void sift_up(struct heap *h, int by, uint32_t i)
+{
+    struct cq__timer *t = h->items[i];
+    while (i > 0) {
+        uint32_t parent = (i - 1) / 2;
+        if (!before(t, h->items[parent], by)) {
+            break;
+        }
+        heap_set(h, by, i, h->items[parent]);
+        i = parent;
+    }
+    heap_set(h, by, i, t);
+}
+
+static void sift_down(struct heap *h, int by, uint32_t i)
+{
+    struct cq__timer *t = h->items[i];
+    for (;;) {
+        uint32_t child = 2 * i + 1;
+        if (child >= h->count) {
+            break;
+        }
+        if (child + 1 < h->count && before(h->items[child + 1], h->items[child], by)) {
+            child++;
+        }
+        if (!before(h->items[child], t, by)) {
+            break;
+        }
+        heap_set(h, by, i, h->items[child]);
+        i = child;
+    }
+    heap_set(h, by, i, t);
+}
+
+static void heap_insert(struct heap *h, int by, struct cq__timer *t)
+{
+    if (h->count == h->capacity) {
+        uint32_t cap = h->capacity ? h->capacity * 2 : 64;
+        struct cq__timer **items = realloc(h->items, cap * sizeof *items);
+        if (items == NULL) {
+            cq__crash("out of memory scheduling a timer");
+        }
+        h->items = items;
+        h->capacity = cap;
+    }
+    heap_set(h, by, h->count++, t);
+    sift_up(h, by, h->count - 1);
+}
+
+static void heap_remove(struct heap *h, int by, struct cq__timer *t)
+{
+    uint32_t i = t->heap_idx[by];
+    t->heap_idx[by] = NOT_IN_HEAP;
+    struct cq__timer *last = h->items[--h->count];
+    if (i == h->count) {
+        return;
+    }
+    heap_set(h, by, i, last);
+    sift_down(h, by, i);
+    sift_up(h, by, last->heap_idx[by]);
+}
+
+static void schedule(struct cq__timer *t)
+{
+    t->latest = add_sat(t->deadline, t->leeway);
+    heap_insert(&heaps[t->clock][BY_DEADLINE], BY_DEADLINE, t);
+    heap_insert(&heaps[t->clock][BY_LATEST], BY_LATEST, t);
+}
+
+static void unschedule(struct cq__timer *t)
+{
+    if (t->heap_idx[BY_DEADLINE] != NOT_IN_HEAP) {
+        heap_remove(&heaps[t->clock][BY_DEADLINE], BY_DEADLINE, t);
+        heap_remove(&heaps[t->clock][BY_LATEST], BY_LATEST, t);
+    }
+}
+
+static struct cq__timer *timer_new(void)
+{
+    struct cq__timer *t = calloc(1, sizeof *t);
+    if (t == NULL) {
+        cq__crash("out of memory creating a timer");
+    }
+    t->heap_idx[0] = t->heap_idx[1] = NOT_IN_HEAP;
+    t->deadline = t->latest = INT64_MAX; /* disarmed until a schedule is set */
+    return t;
+}
+
+/* ---- TIMER sources ------------------------------------------------------------------------ */
+
+void cq_source_set_timer(cq_source_t s, cq_time_t start, uint64_t interval, uint64_t leeway)
+{
+    cq__object_check(s, CQ__KIND_SOURCE, "cq_source_set_timer");
+    if (s->type->kind != CQ_SOURCE_KIND_TIMER) {
+        cq__crash("cq_source_set_timer: source %p is a %s source, not a timer", (void *)s,
+                  s->type->name);
+    }
+    pthread_mutex_lock(&spec_lock);
+    if (s->timer == NULL) {
+        s->timer = timer_new();
+        s->timer->source = s;
+    }
+    struct cq__timer *t = s->timer;
+    t->spec_start = start;
+    t->spec_interval = interval;
+    t->spec_leeway = leeway;
+    t->spec_set = true;
+    pthread_mutex_unlock(&spec_lock);
+    cq__store(&s->pending, 0, relaxed); /* fires not yet handled belong to the old schedule */
+    cq__reactor_command(s, CQ__CMD_TIMER);
+}
+
+/* Counts the fires of t due by `now` (t is due), and moves it to its next deadline. Returns
+ * the count; t->deadline is INT64_MAX when it will not fire again. */
+static uintptr_t count_fires(struct cq__timer *t, int64_t now)
+{
+    if (t->interval == 0) {
+        t->deadline = INT64_MAX;
+        return 1;
+    }
+    uint64_t missed = (uint64_t)(now - t->deadline) / t->interval;
+    uint64_t fires = missed + 1;
+    /* next = deadline + fires * interval, saturating: an interval near 2^63 ends the timer
+     * instead of wrapping into a storm of fires */
+    if (fires > (uint64_t)INT64_MAX / t->interval) {
+        t->deadline = INT64_MAX;
+    } else {
+        t->deadline = add_sat(t->deadline, fires * t->interval);
+    }
+    return fires > UINTPTR_MAX ? UINTPTR_MAX : (uintptr_t)fires;
+}
+
+static bool source_suspended(struct cq_source_s *s)
+{
+    return (cq__load(&s->state, relaxed) & CQ__SS_SUSPEND_MASK) != 0;
+}
+
+void cq__timer_apply(struct cq_source_s *s)
+{
+    pthread_mutex_lock(&spec_lock);
+    struct cq__timer *t = s->timer;
+    bool changed = t && t->spec_set;
+    cq_time_t start = 0;
+    if (changed) {
+        t->spec_set = false;
+        start = t->spec_start;
+        t->interval = t->spec_interval == CQ_TIME_FOREVER || t->spec_interval >= (1ull << 63)
+                          ? 0
+                          : t->spec_interval;
+        t->leeway = t->spec_leeway;
+    }
+    pthread_mutex_unlock(&spec_lock);
+    if (t == NULL || (cq__load(&s->state, relaxed) & CQ__SS_CANCELED)) {
+        return;
+    }
+    if (changed) {
+        unschedule(t);
+        t->parked = false;
+        t->seq = next_seq++;
+        if (start == CQ_TIME_FOREVER) {
+            t->deadline = INT64_MAX; /* disarmed */
+            return;
+        }
+        t->clock = (start & CQ__WALL_BIT) && start != CQ_TIME_NOW ? CLOCK_WALL_IDX
+                                                                     : CLOCK_MONO_IDX;
+        if (start == CQ_TIME_NOW) {
+            t->deadline = clock_now(CLOCK_MONO_IDX);
+        } else {
+            uint64_t ns = start & ~CQ__WALL_BIT;
+            t->deadline = ns > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)ns;
+        }
+        if (!(cq__load(&s->state, relaxed) & CQ__SS_ACTIVATED)) {
+            return; /* scheduled at registration */
+        }
+        schedule(t);
+        return;
+    }
+    /* Registered, or resumed: schedule it if it is not, counting what it missed if parked. */
+    if (t->heap_idx[BY_DEADLINE] != NOT_IN_HEAP || t->deadline == INT64_MAX ||
+        source_suspended(s)) {
+        return;
+    }
+    if (t->parked) {
+        t->parked = false;
+        int64_t now = clock_now(t->clock);
+        if (t->deadline <= now) {
+            cq__source_event(s, count_fires(t, now), false);
+            if (t->deadline == INT64_MAX) {
+                return;
+            }
+        }
+    }
+    schedule(t);
+}
+
+void cq__timer_remove(struct cq_source_s *s)
+{
+    pthread_mutex_lock(&spec_lock);
+    struct cq__timer *t = s->timer;
+    pthread_mutex_unlock(&spec_lock);
+    if (t) {
+        unschedule(t);
+        t->deadline = INT64_MAX;
+    }
+}
+
+void cq__timer_free(struct cq__timer *t)
+{
+    free(t);
+}
+
+/* ---- cq_after_f ---------------------------------------------------------------------------- */
+
+void cq_after_f(cq_time_t when, cq_queue_t q, void *ctx, cq_function_t fn)
+{
+    cq__queue_check(q, "cq_after_f");
+    if (fn == NULL) {
+        cq__crash("cq_after_f: NULL function for %s", CQ_DESCRIBE(q));
+    }
+    if (when == CQ_TIME_NOW) {
+        cq_async_f(q, ctx, fn);
+        return;
+    }
+    if (when == CQ_TIME_FOREVER) {
+        return; /* never: libdispatch drops it too */
+    }
+    struct cq__timer *t = timer_new();
+    t->clock = (when & CQ__WALL_BIT) ? CLOCK_WALL_IDX : CLOCK_MONO_IDX;
+    uint64_t ns = when & ~CQ__WALL_BIT;
+    t->deadline = ns > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)ns;
+    t->leeway = 0;
+    t->queue = q;
+    t->context = ctx;
+    t->function = fn;
+    cq__ref_retain(&q->obj);
+    /* A lock-free stack; the reactor restores submission order by sequence numbers. */
+    t->next_new = cq__load(&new_afters, relaxed);
+    while (!cq__cas_weak(&new_afters, &t->next_new, t, release)) {
+    }
+    cq__reactor_wake();
+}
+
+void cq__timers_take_new(void)
+{
+    /* acquire: pairs with the release CAS of the submitters */
+    struct cq__timer *list = cq__xchg(&new_afters, NULL, acquire);
+    /* The stack is newest first: reverse it so sequence numbers follow submission order. */
+    struct cq__timer *fifo = NULL;
+    while (list) {
+        struct cq__timer *next = list->next_new;
+        list->next_new = fifo;
+        fifo = list;
+        list = next;
+    }
+    for (struct cq__timer *t = fifo; t; t = t->next_new) {
+        t->seq = next_seq++;
+        schedule(t);
+    }
+}
+
+/* ---- firing ---------------------------------------------------------------------------- */
+
+void cq__timers_run(int64_t *mono_next, int64_t *wall_next)
+{
+    int64_t *next[2] = {mono_next, wall_next};
+    for (int c = 0; c < 2; c++) {
+        struct heap *by_deadline = &heaps[c][BY_DEADLINE];
+        *next[c] = INT64_MAX;
+        if (by_deadline->count == 0) {
+            continue;
+        }
+        int64_t now = clock_now(c);
+        while (by_deadline->count && by_deadline->items[0]->deadline <= now) {
+            struct cq__timer *t = by_deadline->items[0];
+            unschedule(t);
+            struct cq_source_s *s = t->source;
+            if (s == NULL) {
+                cq_async_f(t->queue, t->context, t->function);
+                cq__ref_release(&t->queue->obj);
+                free(t);
+                continue;
+            }
+            if (source_suspended(s)) {
+                t->parked = true; /* resume counts what it missed */
+                continue;
+            }
+            cq__source_event(s, count_fires(t, now), false);
+            if (t->deadline != INT64_MAX) {
+                schedule(t);
+            }
+        }
+        struct heap *by_latest = &heaps[c][BY_LATEST];
+        if (by_latest->count) {
+            *next[c] = by_latest->items[0]->latest;
+        }
+    }
+}

@@ -1,0 +1,820 @@
+/*
+ * Dispatch sources on the reactor: timers (one-shot, repeating, re-set from the handler,
+ * suspended while firing, 25k short timers, interval overflow), cq_after_f ordering, signals,
+ * pipes and sockets (read/write, EOF, hang-up), process exit, file-system events, custom data
+ * from many threads, cancellation, registration, target changes and bad input.
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include "cq_test.h"
+
+static void noop(void *ctx)
+{
+    (void)ctx;
+}
+
+/* A wait that lets time pass (the point is the time, not an event). */
+static void let_time_pass(int64_t ns)
+{
+    cq_semaphore_t s = cq_semaphore_create(0);
+    cq_semaphore_wait(s, cq_time(CQ_TIME_NOW, ns));
+    cq_release(s);
+}
+
+/* Counts handler calls and the data they saw; signals `fired` on each call. */
+struct probe {
+    cq_source_t source;
+    atomic_long calls;
+    atomic_long total;      /* sum of data */
+    atomic_ulong bits;      /* OR of data */
+    atomic_ulong last;
+    cq_semaphore_t fired;
+    cq_semaphore_t canceled;
+    atomic_int cancels;
+    atomic_int registrations;
+    cq_queue_t expect_queue; /* handlers must run on it (NULL: any) */
+    atomic_int wrong_queue;
+};
+
+static void probe_event(void *ctx)
+{
+    struct probe *p = ctx;
+    uintptr_t d = cq_source_get_data(p->source);
+    atomic_fetch_add(&p->calls, 1);
+    atomic_fetch_add(&p->total, (long)d);
+    atomic_fetch_or(&p->bits, d);
+    atomic_store(&p->last, d);
+    if (p->expect_queue && !cq_queue_is_current(p->expect_queue)) {
+        atomic_fetch_add(&p->wrong_queue, 1);
+    }
+    cq_semaphore_signal(p->fired);
+}
+
+static void probe_cancel(void *ctx)
+{
+    struct probe *p = ctx;
+    atomic_fetch_add(&p->cancels, 1);
+    if (p->expect_queue && !cq_queue_is_current(p->expect_queue)) {
+        atomic_fetch_add(&p->wrong_queue, 1);
+    }
+    cq_semaphore_signal(p->canceled);
+}
+
+static void probe_registration(void *ctx)
+{
+    atomic_fetch_add(&((struct probe *)ctx)->registrations, 1);
+}
+
+static struct probe *probe_new(cq_source_type_t type, uintptr_t handle, uintptr_t mask,
+                               cq_queue_t q)
+{
+    struct probe *p = calloc(1, sizeof *p);
+    p->source = cq_source_create(type, handle, mask, q);
+    REQUIRE(p->source != NULL);
+    p->fired = cq_semaphore_create(0);
+    p->canceled = cq_semaphore_create(0);
+    p->expect_queue = q;
+    cq_set_context(p->source, p);
+    cq_source_set_event_handler_f(p->source, probe_event);
+    cq_source_set_cancel_handler_f(p->source, probe_cancel);
+    cq_source_set_registration_handler_f(p->source, probe_registration);
+    return p;
+}
+
+/* Cancels, waits for the cancel handler, checks it ran once, and frees. */
+static void probe_finish(struct probe *p)
+{
+    cq_source_cancel(p->source);
+    WAIT_SEMA(p->canceled);
+    CHECK_EQ(atomic_load(&p->cancels), 1);
+    CHECK_EQ(atomic_load(&p->wrong_queue), 0);
+    cq_release(p->source);
+    cq_release(p->fired);
+    cq_release(p->canceled);
+    free(p);
+}
+
+/* Waits until the probe has seen all of `bits` in its data (OR over calls). */
+static void wait_bits(struct probe *p, uintptr_t bits)
+{
+    while ((atomic_load(&p->bits) & bits) != bits) {
+        WAIT_SEMA(p->fired);
+    }
+}
+
+/* ---- timers ------------------------------------------------------------------------------ */
+
+static void test_timer_one_shot(void)
+{
+    cq_queue_t q = cq_queue_create("timer-q", NULL);
+    struct probe *p = probe_new(CQ_SOURCE_TYPE_TIMER, 0, 0, q);
+    uint64_t t0 = cq_test_now_ns();
+    cq_source_set_timer(p->source, cq_time(CQ_TIME_NOW, 20 * 1000000ll), CQ_TIME_FOREVER, 0);
+    cq_resume(p->source);
+    WAIT_SEMA(p->fired);
+    CHECK(cq_test_now_ns() - t0 >= 20 * 1000000ull); /* not early */
+    CHECK_EQ(atomic_load(&p->last), 1);
+    CHECK_EQ(atomic_load(&p->registrations), 1);
+    let_time_pass(30 * 1000000ll);
+    CHECK_EQ(atomic_load(&p->calls), 1); /* one-shot */
+    probe_finish(p);
+    cq_release(q);
+}
+
+static void test_timer_repeating(void)
+{
+    struct probe *p = probe_new(CQ_SOURCE_TYPE_TIMER, 0, 0, NULL);
+    cq_source_set_timer(p->source, CQ_TIME_NOW, 2 * 1000000, 0);
+    cq_resume(p->source);
+    while (atomic_load(&p->total) < 10) {
+        WAIT_SEMA(p->fired);
+    }
+    CHECK(atomic_load(&p->total) >= 10);
+    probe_finish(p);
+}
+
+/* Re-arming from inside the handler. */
+static cq_source_t rearm_source;
+static atomic_int rearm_count;
+static cq_semaphore_t rearm_done;
+
+static void rearm_handler(void *ctx)
+{
+    (void)ctx;
+    if (atomic_fetch_add(&rearm_count, 1) + 1 < 5) {
+        cq_source_set_timer(rearm_source, cq_time(CQ_TIME_NOW, 1000000), CQ_TIME_FOREVER, 0);
+    } else {
+        cq_semaphore_signal(rearm_done);
+    }
+}
+
+static void test_timer_reset_from_handler(void)
+{
+    rearm_done = cq_semaphore_create(0);
+    rearm_source = cq_source_create(CQ_SOURCE_TYPE_TIMER, 0, 0, NULL);
+    cq_source_set_event_handler_f(rearm_source, rearm_handler);
+    cq_source_set_timer(rearm_source, cq_time(CQ_TIME_NOW, 1000000), CQ_TIME_FOREVER, 0);
+    cq_resume(rearm_source);
+    WAIT_SEMA(rearm_done);
+    let_time_pass(20 * 1000000ll);
+    CHECK_EQ(atomic_load(&rearm_count), 5);
+    cq_source_cancel(rearm_source);
+    cq_release(rearm_source);
+    cq_release(rearm_done);
+}
+
+/* Suspended while firing: the missed fires arrive in one call, counted. */
+static void test_timer_suspended(void)
+{
+    struct probe *p = probe_new(CQ_SOURCE_TYPE_TIMER, 0, 0, NULL);
+    cq_source_set_timer(p->source, cq_time(CQ_TIME_NOW, 10 * 1000000ll), 10 * 1000000, 0);
+    cq_resume(p->source);
+    WAIT_SEMA(p->fired);
+    cq_suspend(p->source);
+    long calls = atomic_load(&p->calls);
+    let_time_pass(60 * 1000000ll); /* at least 5 fires come due */
+    CHECK(atomic_load(&p->calls) <= calls + 1); /* at most one that was already on its way */
+    long before = atomic_load(&p->total);
+    calls = atomic_load(&p->calls);
+    cq_resume(p->source);
+    WAIT_SEMA(p->fired);
+    CHECK(atomic_load(&p->total) - before >= 5);
+    CHECK_EQ(atomic_load(&p->calls), calls + 1); /* in a single call */
+    probe_finish(p);
+}
+
+/* 25k timers due within 50 ms: each fires exactly once. */
+#define MANY_TIMERS 25000
+
+static atomic_long many_calls, many_data;
+static cq_semaphore_t many_done;
+
+static void many_handler(void *ctx)
+{
+    cq_source_t s = ctx;
+    atomic_fetch_add(&many_data, (long)cq_source_get_data(s));
+    if (atomic_fetch_add(&many_calls, 1) + 1 == MANY_TIMERS) {
+        cq_semaphore_signal(many_done);
+    }
+}
+
+static void test_many_timers(void)
+{
+    many_done = cq_semaphore_create(0);
+    cq_source_t *ts = malloc(MANY_TIMERS * sizeof *ts);
+    cq_time_t base = cq_time(CQ_TIME_NOW, 0);
+    for (int i = 0; i < MANY_TIMERS; i++) {
+        ts[i] = cq_source_create(CQ_SOURCE_TYPE_TIMER, 0, 0, NULL);
+        cq_set_context(ts[i], ts[i]);
+        cq_source_set_event_handler_f(ts[i], many_handler);
+        cq_source_set_timer(ts[i], cq_time(base, (i % 500) * 100000ll), CQ_TIME_FOREVER,
+                            50000);
+        cq_resume(ts[i]);
+    }
+    WAIT_SEMA(many_done);
+    let_time_pass(20 * 1000000ll);
+    CHECK_EQ(atomic_load(&many_calls), MANY_TIMERS);
+    CHECK_EQ(atomic_load(&many_data), MANY_TIMERS);
+    for (int i = 0; i < MANY_TIMERS; i++) {
+        cq_source_cancel(ts[i]);
+        cq_release(ts[i]);
+    }
+    free(ts);
+    cq_release(many_done);
+}
+
+/* Intervals near 2^31 and 2^63 ns: one fire, then the next is far away (no wrap, no storm). */
+static void test_timer_interval_overflow(void)
+{
+    uint64_t intervals[] = {(1ull << 31) + 1, (1ull << 63) - 1, 1ull << 63, UINT64_MAX - 1};
+    for (size_t i = 0; i < sizeof intervals / sizeof intervals[0]; i++) {
+        struct probe *p = probe_new(CQ_SOURCE_TYPE_TIMER, 0, 0, NULL);
+        cq_source_set_timer(p->source, CQ_TIME_NOW, intervals[i], 0);
+        cq_resume(p->source);
+        WAIT_SEMA(p->fired);
+        let_time_pass(30 * 1000000ll);
+        CHECK_EQ(atomic_load(&p->calls), 1);
+        CHECK_EQ(atomic_load(&p->total), 1);
+        probe_finish(p);
+    }
+    /* A start far in the future on either clock never fires. */
+    struct probe *p = probe_new(CQ_SOURCE_TYPE_TIMER, 0, 0, NULL);
+    cq_source_set_timer(p->source, cq_time(CQ_TIME_NOW, INT64_MAX - 1), 1000, 0);
+    cq_resume(p->source);
+    let_time_pass(20 * 1000000ll);
+    CHECK_EQ(atomic_load(&p->calls), 0);
+    probe_finish(p);
+}
+
+static void test_wall_clock_timer(void)
+{
+    struct probe *p = probe_new(CQ_SOURCE_TYPE_TIMER, 0, 0, NULL);
+    uint64_t t0 = cq_test_now_ns();
+    cq_source_set_timer(p->source, cq_walltime(NULL, 15 * 1000000ll), CQ_TIME_FOREVER, 0);
+    cq_resume(p->source);
+    WAIT_SEMA(p->fired);
+    CHECK(cq_test_now_ns() - t0 >= 10 * 1000000ull);
+    probe_finish(p);
+}
+
+/* ---- cq_after_f ----------------------------------------------------------------------- */
+
+static int after_log[200];
+static int after_len;
+static cq_semaphore_t after_done;
+
+static void after_record(void *ctx)
+{
+    after_log[after_len++] = (int)(intptr_t)ctx;
+    cq_semaphore_signal(after_done);
+}
+
+static void test_after_ordering(void)
+{
+    after_done = cq_semaphore_create(0);
+    cq_queue_t q = cq_queue_create("after", NULL);
+    cq_time_t when = cq_time(CQ_TIME_NOW, 10 * 1000000ll);
+    for (intptr_t i = 0; i < 100; i++) { /* same time: submission order */
+        cq_after_f(when, q, (void *)i, after_record);
+    }
+    for (intptr_t i = 0; i < 50; i++) { /* later times, submitted latest first */
+        cq_after_f(cq_time(when, (50 - i) * 100000ll), q, (void *)(200 - i), after_record);
+    }
+    uint64_t t0 = cq_test_now_ns();
+    for (int i = 0; i < 150; i++) {
+        WAIT_SEMA(after_done);
+    }
+    (void)t0;
+    CHECK_EQ(after_len, 150);
+    for (int i = 0; i < 100; i++) {
+        CHECK_EQ(after_log[i], i);
+    }
+    for (int i = 0; i < 50; i++) {
+        CHECK_EQ(after_log[100 + i], 151 + i);
+    }
+    cq_after_f(CQ_TIME_NOW, q, (void *)7, after_record); /* now: at once */
+    WAIT_SEMA(after_done);
+    CHECK_EQ(after_log[150], 7);
+    cq_release(q);
+    cq_release(after_done);
+}
+
+/* ---- signals ---------------------------------------------------------------------------- */
+
+static void test_signals(void)
+{
+    struct probe *p = probe_new(CQ_SOURCE_TYPE_SIGNAL, SIGUSR1, 0, NULL);
+    cq_resume(p->source);
+    while (atomic_load(&p->registrations) == 0) {
+        let_time_pass(1000000);
+    }
+    for (int i = 0; i < 10; i++) {
+        raise(SIGUSR1);
+    }
+    while (atomic_load(&p->total) < 10) {
+        WAIT_SEMA(p->fired);
+    }
+    CHECK_EQ(atomic_load(&p->total), 10);
+    /* From another thread, as a process-directed signal. */
+    kill(getpid(), SIGUSR1);
+    while (atomic_load(&p->total) < 11) {
+        WAIT_SEMA(p->fired);
+    }
+    CHECK_EQ(atomic_load(&p->total), 11);
+    probe_finish(p);
+    /* The default disposition is back: SIGUSR1 would end the process now. */
+    struct sigaction sa;
+    sigaction(SIGUSR1, NULL, &sa);
+    CHECK(sa.sa_handler == SIG_DFL);
+}
+
+/* ---- pipes and sockets -------------------------------------------------------------------- */
+
+struct reader {
+    struct probe *p;
+    int fd;
+    atomic_long bytes;
+    atomic_int eof;
+};
+
+static void reader_event(void *ctx)
+{
+    struct reader *r = ctx;
+    char buf[256];
+    size_t avail = cq_source_get_data(r->p->source);
+    ssize_t n = read(r->fd, buf, sizeof buf);
+    if (n > 0) {
+        atomic_fetch_add(&r->bytes, n);
+    } else if (n == 0 && avail == 0) {
+        atomic_store(&r->eof, 1);
+        cq_source_cancel(r->p->source);
+    }
+    cq_semaphore_signal(r->p->fired);
+}
+
+static void reader_cancel(void *ctx)
+{
+    struct reader *r = ctx;
+    close(r->fd); /* the descriptor is ours to close, here */
+    probe_cancel(r->p);
+}
+
+static void run_reader(int rfd, int wfd, bool socket)
+{
+    struct reader r = {0};
+    r.fd = rfd;
+    r.p = probe_new(CQ_SOURCE_TYPE_READ, (uintptr_t)rfd, 0, NULL);
+    cq_set_context(r.p->source, &r);
+    cq_source_set_event_handler_f(r.p->source, reader_event);
+    cq_source_set_cancel_handler_f(r.p->source, reader_cancel);
+    cq_source_set_registration_handler_f(r.p->source, NULL); /* its context is not a probe */
+    fcntl(rfd, F_SETFL, O_NONBLOCK);
+    cq_resume(r.p->source);
+    for (int i = 0; i < 10; i++) {
+        REQUIRE(write(wfd, "hello", 5) == 5);
+        while (atomic_load(&r.bytes) < 5 * (i + 1)) {
+            WAIT_SEMA(r.p->fired);
+        }
+    }
+    CHECK_EQ(atomic_load(&r.bytes), 50);
+    /* More than one handler's read: the source keeps firing while data remains. */
+    char big[1000];
+    memset(big, 'x', sizeof big);
+    REQUIRE(write(wfd, big, sizeof big) == (ssize_t)sizeof big);
+    while (atomic_load(&r.bytes) < 1050) {
+        WAIT_SEMA(r.p->fired);
+    }
+    if (socket) {
+        shutdown(wfd, SHUT_WR);
+    } else {
+        close(wfd);
+    }
+    WAIT_SEMA(r.p->canceled);
+    CHECK(atomic_load(&r.eof));
+    CHECK_EQ(atomic_load(&r.p->cancels), 1);
+    if (socket) {
+        close(wfd);
+    }
+    cq_release(r.p->source);
+    cq_release(r.p->fired);
+    cq_release(r.p->canceled);
+    free(r.p);
+}
+
+static void test_read_pipe(void)
+{
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    run_reader(fds[0], fds[1], false);
+}
+
+static void test_read_socket(void)
+{
+    int fds[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0);
+    run_reader(fds[0], fds[1], true);
+}
+
+static void test_write_pipe(void)
+{
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    fcntl(fds[1], F_SETFL, O_NONBLOCK);
+    struct probe *p = probe_new(CQ_SOURCE_TYPE_WRITE, (uintptr_t)fds[1], 0, NULL);
+    cq_resume(p->source);
+    WAIT_SEMA(p->fired); /* an empty pipe is writable at once */
+    CHECK(atomic_load(&p->last) > 0);
+    cq_suspend(p->source);
+    char buf[4096] = {0};
+    while (write(fds[1], buf, sizeof buf) > 0) { /* fill it */
+    }
+    cq_resume(p->source);
+    let_time_pass(20 * 1000000ll);
+    while (cq_semaphore_wait(p->fired, CQ_TIME_NOW) == 0) { /* forget what came before */
+    }
+    long calls = atomic_load(&p->calls);
+    let_time_pass(20 * 1000000ll);
+    CHECK_EQ(atomic_load(&p->calls), calls); /* full: it does not fire */
+    while (read(fds[0], buf, sizeof buf) > 0) { /* drain it: now it fires, with room */
+    }
+    WAIT_SEMA(p->fired);
+    CHECK(atomic_load(&p->calls) > calls);
+    CHECK(atomic_load(&p->last) > 0);
+    probe_finish(p);
+    close(fds[0]);
+    close(fds[1]);
+}
+
+static void test_write_hangup(void)
+{
+    int fds[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0);
+    struct probe *p = probe_new(CQ_SOURCE_TYPE_WRITE, (uintptr_t)fds[0], 0, NULL);
+    cq_resume(p->source);
+    WAIT_SEMA(p->fired); /* writable at once */
+    cq_suspend(p->source);
+    close(fds[1]); /* the peer goes away */
+    long calls = atomic_load(&p->calls);
+    cq_resume(p->source);
+    while (atomic_load(&p->calls) == calls) {
+        WAIT_SEMA(p->fired);
+    }
+    CHECK(atomic_load(&p->calls) > calls);
+    probe_finish(p);
+    close(fds[0]);
+}
+
+/* ---- processes -------------------------------------------------------------------------- */
+
+static void test_process_exit(void)
+{
+    int go[2];
+    REQUIRE(pipe(go) == 0);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        char c;
+        if (read(go[0], &c, 1) == 1) {
+            _exit(7);
+        }
+        _exit(1);
+    }
+    struct probe *p = probe_new(CQ_SOURCE_TYPE_PROC, (uintptr_t)pid, CQ_PROC_EXIT, NULL);
+    cq_resume(p->source);
+    let_time_pass(10 * 1000000ll);
+    CHECK_EQ(atomic_load(&p->calls), 0); /* still running */
+    REQUIRE(write(go[1], "x", 1) == 1);
+    WAIT_SEMA(p->fired);
+    CHECK_EQ(atomic_load(&p->bits), CQ_PROC_EXIT);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 7);
+    probe_finish(p);
+    close(go[0]);
+    close(go[1]);
+}
+
+/* ---- files ------------------------------------------------------------------------------- */
+
+static void test_vnode(void)
+{
+    char dir[] = "/tmp/cq-vnode-XXXXXX";
+    REQUIRE(mkdtemp(dir) != NULL);
+    char path[300], moved[300];
+    snprintf(path, sizeof path, "%s/file", dir);
+    snprintf(moved, sizeof moved, "%s/moved", dir);
+    int wfd = open(path, O_CREAT | O_WRONLY, 0644);
+    REQUIRE(wfd >= 0);
+    int fd = open(path, O_RDONLY);
+    REQUIRE(fd >= 0);
+    struct probe *p = probe_new(CQ_SOURCE_TYPE_VNODE, (uintptr_t)fd,
+                                CQ_VNODE_WRITE | CQ_VNODE_EXTEND | CQ_VNODE_ATTRIB |
+                                    CQ_VNODE_RENAME | CQ_VNODE_DELETE | CQ_VNODE_LINK,
+                                NULL);
+    cq_resume(p->source);
+    while (atomic_load(&p->registrations) == 0) {
+        let_time_pass(1000000);
+    }
+    REQUIRE(write(wfd, "data", 4) == 4);
+    wait_bits(p, CQ_VNODE_WRITE | CQ_VNODE_EXTEND);
+    fchmod(wfd, 0600);
+    wait_bits(p, CQ_VNODE_ATTRIB);
+    REQUIRE(rename(path, moved) == 0);
+    wait_bits(p, CQ_VNODE_RENAME);
+    REQUIRE(unlink(moved) == 0);
+    wait_bits(p, CQ_VNODE_DELETE | CQ_VNODE_LINK);
+    probe_finish(p);
+    close(fd);
+    close(wfd);
+    rmdir(dir);
+}
+
+static void test_vnode_directory(void)
+{
+    char dir[] = "/tmp/cq-vnode-dir-XXXXXX";
+    REQUIRE(mkdtemp(dir) != NULL);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    REQUIRE(fd >= 0);
+    struct probe *p = probe_new(CQ_SOURCE_TYPE_VNODE, (uintptr_t)fd, CQ_VNODE_WRITE, NULL);
+    cq_resume(p->source);
+    while (atomic_load(&p->registrations) == 0) {
+        let_time_pass(1000000);
+    }
+    char path[300];
+    snprintf(path, sizeof path, "%s/new", dir);
+    int f = open(path, O_CREAT | O_WRONLY, 0644);
+    close(f);
+    wait_bits(p, CQ_VNODE_WRITE); /* an entry appeared */
+    unlink(path);
+    probe_finish(p);
+    close(fd);
+    rmdir(dir);
+}
+
+/* ---- custom data --------------------------------------------------------------------------- */
+
+#define MERGERS 8
+#define MERGES 10000
+
+static cq_source_t merge_target;
+
+static void *merger(void *arg)
+{
+    uintptr_t bit = (uintptr_t)arg;
+    for (int i = 0; i < MERGES; i++) {
+        cq_source_merge_data(merge_target, bit);
+    }
+    return NULL;
+}
+
+static void test_data_add(void)
+{
+    cq_queue_t q = cq_queue_create("data", NULL);
+    struct probe *p = probe_new(CQ_SOURCE_TYPE_DATA_ADD, 0, 0, q);
+    merge_target = p->source;
+    cq_resume(p->source);
+    pthread_t th[MERGERS];
+    for (int i = 0; i < MERGERS; i++) {
+        pthread_create(&th[i], NULL, merger, (void *)(uintptr_t)1);
+    }
+    for (int i = 0; i < MERGERS; i++) {
+        pthread_join(th[i], NULL);
+    }
+    while (atomic_load(&p->total) < MERGERS * MERGES) {
+        WAIT_SEMA(p->fired);
+    }
+    cq_sync_f(q, NULL, noop);
+    CHECK_EQ(atomic_load(&p->total), MERGERS * MERGES); /* exact: nothing lost or doubled */
+    CHECK(atomic_load(&p->calls) <= MERGERS * MERGES);  /* and coalesced */
+    cq_source_merge_data(p->source, 0); /* adding 0 fires nothing */
+    cq_sync_f(q, NULL, noop);
+    long calls = atomic_load(&p->calls);
+    let_time_pass(5 * 1000000ll);
+    CHECK_EQ(atomic_load(&p->calls), calls);
+    probe_finish(p);
+    cq_release(q);
+}
+
+static void test_data_or_replace(void)
+{
+    struct probe *p = probe_new(CQ_SOURCE_TYPE_DATA_OR, 0, 0, NULL);
+    merge_target = p->source;
+    cq_resume(p->source);
+    pthread_t th[MERGERS];
+    for (int i = 0; i < MERGERS; i++) {
+        pthread_create(&th[i], NULL, merger, (void *)(uintptr_t)(1u << i));
+    }
+    for (int i = 0; i < MERGERS; i++) {
+        pthread_join(th[i], NULL);
+    }
+    wait_bits(p, 0xff);
+    CHECK_EQ(atomic_load(&p->bits), 0xff);
+    probe_finish(p);
+
+    p = probe_new(CQ_SOURCE_TYPE_DATA_REPLACE, 0, 0, NULL);
+    cq_source_merge_data(p->source, 11); /* merged while suspended: coalesced */
+    cq_source_merge_data(p->source, 22);
+    cq_source_merge_data(p->source, 33);
+    cq_resume(p->source);
+    WAIT_SEMA(p->fired);
+    CHECK_EQ(atomic_load(&p->calls), 1);
+    CHECK_EQ(atomic_load(&p->last), 33);
+    probe_finish(p);
+}
+
+/* ---- cancellation, suspension, targets --------------------------------------------------- */
+
+struct slow {
+    struct probe *p;
+    cq_semaphore_t in_handler, release;
+    atomic_int events_after_cancel;
+    atomic_bool canceled;
+};
+
+static void slow_event(void *ctx)
+{
+    struct slow *s = ctx;
+    if (atomic_load(&s->canceled)) {
+        atomic_fetch_add(&s->events_after_cancel, 1);
+    }
+    cq_semaphore_signal(s->in_handler);
+    cq_semaphore_wait(s->release, cq_test_deadline());
+}
+
+static void slow_cancel(void *ctx)
+{
+    struct slow *s = ctx;
+    probe_cancel(s->p);
+}
+
+static void test_cancel_after_running_handler(void)
+{
+    struct slow s = {0};
+    s.p = probe_new(CQ_SOURCE_TYPE_DATA_ADD, 0, 0, NULL);
+    s.in_handler = cq_semaphore_create(0);
+    s.release = cq_semaphore_create(0);
+    cq_set_context(s.p->source, &s);
+    cq_source_set_event_handler_f(s.p->source, slow_event);
+    cq_source_set_cancel_handler_f(s.p->source, slow_cancel);
+    cq_source_set_registration_handler_f(s.p->source, NULL); /* its context is not a probe */
+    cq_resume(s.p->source);
+    cq_source_merge_data(s.p->source, 1);
+    WAIT_SEMA(s.in_handler); /* the event handler is running */
+    atomic_store(&s.canceled, true);
+    cq_source_cancel(s.p->source);
+    CHECK(cq_source_testcancel(s.p->source));
+    cq_source_merge_data(s.p->source, 1); /* after cancel: no new event handler */
+    let_time_pass(10 * 1000000ll);
+    CHECK_EQ(atomic_load(&s.p->cancels), 0); /* waits for the running handler */
+    cq_semaphore_signal(s.release);
+    WAIT_SEMA(s.p->canceled);
+    CHECK_EQ(atomic_load(&s.p->cancels), 1);
+    cq_source_cancel(s.p->source); /* idempotent */
+    let_time_pass(10 * 1000000ll);
+    CHECK_EQ(atomic_load(&s.p->cancels), 1);
+    CHECK_EQ(atomic_load(&s.events_after_cancel), 0);
+    cq_release(s.p->source);
+    cq_release(s.in_handler);
+    cq_release(s.release);
+    cq_release(s.p->fired);
+    cq_release(s.p->canceled);
+    free(s.p);
+}
+
+static void test_cancel_before_resume(void)
+{
+    struct probe *p = probe_new(CQ_SOURCE_TYPE_TIMER, 0, 0, NULL);
+    cq_source_set_timer(p->source, CQ_TIME_NOW, 1000000, 0);
+    cq_source_cancel(p->source);
+    cq_resume(p->source);
+    WAIT_SEMA(p->canceled);
+    CHECK_EQ(atomic_load(&p->calls), 0);
+    CHECK_EQ(atomic_load(&p->registrations), 0);
+    cq_release(p->source);
+    cq_release(p->fired);
+    cq_release(p->canceled);
+    free(p);
+}
+
+static void test_change_target(void)
+{
+    cq_queue_t a = cq_queue_create("src-a", NULL), b = cq_queue_create("src-b", NULL);
+    struct probe *p = probe_new(CQ_SOURCE_TYPE_DATA_ADD, 0, 0, a);
+    cq_resume(p->source);
+    cq_source_merge_data(p->source, 1);
+    WAIT_SEMA(p->fired);
+    CHECK_EQ(atomic_load(&p->wrong_queue), 0);
+    cq_set_target_queue(p->source, b);
+    p->expect_queue = b;
+    cq_release(b); /* the source keeps it */
+    for (int i = 0; i < 10; i++) {
+        cq_source_merge_data(p->source, 1);
+        WAIT_SEMA(p->fired);
+    }
+    /* The first merge after the change may have been queued on a already. */
+    CHECK(atomic_load(&p->wrong_queue) <= 1);
+    atomic_store(&p->wrong_queue, 0);
+    probe_finish(p);
+    cq_release(a);
+}
+
+static atomic_int source_finalized;
+
+static void source_finalizer(void *ctx)
+{
+    atomic_store(&source_finalized, 1);
+    cq_semaphore_signal(ctx);
+}
+
+static void test_release_balanced(void)
+{
+    cq_semaphore_t fin = cq_semaphore_create(0);
+    cq_source_t s = cq_source_create(CQ_SOURCE_TYPE_TIMER, 0, 0, NULL);
+    cq_set_context(s, fin);
+    cq_set_finalizer_f(s, source_finalizer);
+    cq_source_set_timer(s, CQ_TIME_NOW, 1000000, 0);
+    cq_resume(s);
+    cq_source_cancel(s);
+    cq_release(s); /* the source goes once the reactor and its handlers are done */
+    WAIT_SEMA(fin);
+    CHECK_EQ(atomic_load(&source_finalized), 1);
+    cq_release(fin);
+}
+
+/* ---- bad input --------------------------------------------------------------------------- */
+
+static void test_bad_input(void)
+{
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    close(fds[1]);
+    struct {
+        cq_source_type_t type;
+        uintptr_t handle, mask;
+        int err;
+    } cases[] = {
+        {CQ_SOURCE_TYPE_READ, 100000, 0, EBADF},
+        {CQ_SOURCE_TYPE_READ, (uintptr_t)fds[1], 0, EBADF}, /* closed */
+        {CQ_SOURCE_TYPE_WRITE, (uintptr_t)-1, 0, EBADF},
+        {CQ_SOURCE_TYPE_VNODE, 100000, CQ_VNODE_WRITE, EBADF},
+        {CQ_SOURCE_TYPE_VNODE, (uintptr_t)fds[0], 0, EINVAL}, /* no mask */
+        {CQ_SOURCE_TYPE_SIGNAL, 0, 0, EINVAL},
+        {CQ_SOURCE_TYPE_SIGNAL, 1000, 0, EINVAL},
+        {CQ_SOURCE_TYPE_SIGNAL, SIGKILL, 0, EINVAL},
+        {CQ_SOURCE_TYPE_SIGNAL, SIGSTOP, 0, EINVAL},
+        {CQ_SOURCE_TYPE_PROC, 0x7ffffff0, CQ_PROC_EXIT, ESRCH},
+        {CQ_SOURCE_TYPE_PROC, 0, CQ_PROC_EXIT, ESRCH},
+        {CQ_SOURCE_TYPE_PROC, (uintptr_t)getpid(), 0x1, EINVAL}, /* unknown mask bit */
+        {CQ_SOURCE_TYPE_TIMER, 1, 0, EINVAL},
+        {CQ_SOURCE_TYPE_DATA_ADD, 0, 1, EINVAL},
+        {(cq_source_type_t)(void *)&fds, 0, 0, EINVAL}, /* not a type */
+        {NULL, 0, 0, EINVAL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        errno = 0;
+        cq_source_t s = cq_source_create(cases[i].type, cases[i].handle, cases[i].mask, NULL);
+        if (s != NULL || errno != cases[i].err) {
+            fprintf(stderr, "   case %zu: got %p errno %d, expected NULL errno %d\n", i, (void *)s,
+                    errno, cases[i].err);
+        }
+        CHECK(s == NULL);
+        CHECK_EQ(errno, cases[i].err);
+    }
+    close(fds[0]);
+    CHECK(cq_source_type(CQ_SOURCE_KIND_TIMER) == CQ_SOURCE_TYPE_TIMER);
+    CHECK(cq_source_type((cq_source_kind_t)99) == NULL);
+}
+
+int main(void)
+{
+    /* Runtime threads block SIGUSR1; the application's threads keep it unblocked. */
+    RUN(test_timer_one_shot);
+    RUN(test_timer_repeating);
+    RUN(test_timer_reset_from_handler);
+    RUN(test_timer_suspended);
+    RUN(test_many_timers);
+    RUN(test_timer_interval_overflow);
+    RUN(test_wall_clock_timer);
+    RUN(test_after_ordering);
+    RUN(test_signals);
+    RUN(test_read_pipe);
+    RUN(test_read_socket);
+    RUN(test_write_pipe);
+    RUN(test_write_hangup);
+    RUN(test_process_exit);
+    RUN(test_vnode);
+    RUN(test_vnode_directory);
+    RUN(test_data_add);
+    RUN(test_data_or_replace);
+    RUN(test_cancel_after_running_handler);
+    RUN(test_cancel_before_resume);
+    RUN(test_change_target);
+    RUN(test_release_balanced);
+    RUN(test_bad_input);
+    TEST_MAIN_END();
+}
