@@ -34,6 +34,8 @@ enum bench_id {
     B_GROUP_ENTER_LEAVE, /* n group enter+leave pairs on one thread */
     B_APPLY,             /* apply of n iterations, each writes its own byte */
     B_FIB,               /* fork-join fib(n), cutoff m, group wait inside tasks */
+    B_AFTER,             /* n after-timers spread over 200 ms; m: 0 p50 lateness, 1 p99, 2 CPU */
+    B_IDLE,              /* wake-ups of the runtime's threads while the process idles n seconds */
     B_COUNT
 };
 

@@ -113,6 +113,14 @@ static const struct bench_def benches[] = {
      "ns/iteration", 1, 10000000, 0, 1000000, 0, false, 3, "19 ns/iteration"},
     {B_FIB, "fib", "fork-join fib, group_wait inside tasks", "ms", 1e6, 30, 12, 25, 12, false, 50,
      "deadlock at fib(30); fib(20): 35 s"},
+    {B_AFTER, "after_p50", "20k after-timers over 200 ms onto the global queue: median lateness",
+     "us", 1000, 20000, 0, 2000, 0, false, 60, "-"},
+    {B_AFTER, "after_p99", "20k after-timers over 200 ms onto the global queue: p99 lateness",
+     "us", 1000, 20000, 1, 2000, 1, false, 60, "114 us"},
+    {B_AFTER, "after_cpu", "20k after-timers over 200 ms onto the global queue: process CPU time",
+     "s", 1e9, 20000, 2, 2000, 2, false, 0.1, "0.28 s"},
+    {B_IDLE, "idle", "wake-ups of the runtime's threads while a warmed-up process idles (child)",
+     "wake-ups", 1, 10, 0, 2, 0, false, 0, ">= 10 over 10 s"},
 };
 #define NBENCH (sizeof benches / sizeof benches[0])
 
@@ -230,8 +238,8 @@ static void measure_pair(const struct bench_def *b, size_t n, size_t m, struct s
     struct stats *st[2] = {ours, theirs};
     double *samples[2];
     double units = b->units_n_times_m ? (double)n * (double)m : (double)n;
-    if (b->id == B_FIB)
-        units = 1;
+    if (b->id == B_FIB || b->id == B_AFTER)
+        units = 1; /* totals and percentiles, not per-unit figures */
     for (int k = 0; k < 2; k++) {
         memset(st[k], 0, sizeof *st[k]);
         st[k]->skipped = !(opt.runtimes & (1u << k));
@@ -311,13 +319,33 @@ struct child_result {
     char detail[160];
 };
 
+static void run_child(char **argv, double limit_s, struct child_result *out);
+
 static void run_dispatch_fib_child(int n, int cutoff, double limit_s, struct child_result *out)
 {
-    memset(out, 0, sizeof *out);
     char n_arg[16], cutoff_arg[16];
     snprintf(n_arg, sizeof n_arg, "%d", n);
     snprintf(cutoff_arg, sizeof cutoff_arg, "%d", cutoff);
     char *argv[] = {(char *)"cq-bench", (char *)"--child-fib", n_arg, cutoff_arg, NULL};
+    run_child(argv, limit_s, out);
+}
+
+/* A child for an idle-process measurement: a fresh process per runtime, so neither runtime's
+ * threads are in the other's count. */
+static int child_idle_main(const char *which, int seconds)
+{
+    const struct bench_runtime *rt = strcmp(which, "ours") == 0 ? &bench_rt_cq : &bench_rt_dispatch;
+    struct bench_run r;
+    rt->fn[B_IDLE]((size_t)seconds, 0, &r);
+    printf("%d %.0f %lld %s\n", r.ok, r.ns, r.value, r.msg);
+    fflush(stdout);
+    return r.ok ? 0 : 1;
+}
+
+/* Runs `argv` (this program again) in a child with a time limit; parses its one result line. */
+static void run_child(char **argv, double limit_s, struct child_result *out)
+{
+    memset(out, 0, sizeof *out);
 
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) {
@@ -481,6 +509,48 @@ static void print_fib_line(int n, const struct stats *s)
     printf("   %-20s %10.2f ms  (min %.2f, max %.2f)  = %lld  %s%s\n", label, s->median, s->min,
            s->max, s->value, s->failures ? "FAILED: " : "verified",
            s->failures ? s->first_failure : "");
+}
+
+/* The idle measurement: one child process per runtime, each idling n seconds. */
+static void run_idle(const struct bench_def *b)
+{
+    int seconds = (int)(opt.quick ? b->n_quick : b->n_full);
+    printf("\n== %s: %d s (%s)\n", b->name, seconds, b->title);
+    char sec_arg[16];
+    snprintf(sec_arg, sizeof sec_arg, "%d", seconds);
+    struct child_result res[2];
+    const char *names[2] = {"ours", "libdispatch"};
+    for (int k = 0; k < 2; k++) {
+        if (!(opt.runtimes & (1 << k))) {
+            res[k].status = CHILD_BROKEN;
+            snprintf(res[k].detail, sizeof res[k].detail, "not run: --runtime");
+            continue;
+        }
+        char *argv[] = {(char *)"cq-bench", (char *)"--child-idle", (char *)names[k], sec_arg,
+                        NULL};
+        run_child(argv, seconds + 30.0, &res[k]);
+        if (res[k].status == CHILD_DONE)
+            printf("   %-12s %10.0f %-14s %s%s\n", names[k], res[k].run.ns, b->unit,
+                   res[k].run.ok ? "verified" : "FAILED: ", res[k].run.ok ? "" : res[k].run.msg);
+        else
+            printf("   %-12s %s\n", names[k],
+                   res[k].status == CHILD_KILLED ? "did not finish" : res[k].detail);
+        if (res[k].status != CHILD_DONE || !res[k].run.ok)
+            total_failures += res[k].status == CHILD_DONE || k == 0;
+    }
+    struct summary_row *row = &summary[summary_rows++];
+    row->name = b->name;
+    row->unit = b->unit;
+    snprintf(row->ours, sizeof row->ours, "%.0f", res[0].status == CHILD_DONE ? res[0].run.ns : NAN);
+    snprintf(row->theirs, sizeof row->theirs, "%.0f",
+             res[1].status == CHILD_DONE ? res[1].run.ns : NAN);
+    snprintf(row->ratio, sizeof row->ratio, "-");
+    snprintf(row->target, sizeof row->target, "<= %g", b->target);
+    row->met = res[0].status == CHILD_DONE ? met_word(res[0].run.ns, b->target) : "-";
+    row->reference = b->reference;
+    row->failed = false;
+    printf("   target %g %s over %d s: %s    (ARCHITECTURE.md: libdispatch %s)\n", b->target,
+           b->unit, seconds, row->met, b->reference);
 }
 
 static void run_fib(const struct bench_def *b)
@@ -670,6 +740,8 @@ int main(int argc, char **argv)
 {
     if (argc == 4 && strcmp(argv[1], "--child-fib") == 0)
         return child_fib_main(atoi(argv[2]), atoi(argv[3]));
+    if (argc == 4 && strcmp(argv[1], "--child-idle") == 0)
+        return child_idle_main(argv[2], atoi(argv[3]));
 
     bool selected[NBENCH] = {false};
     bool any_selected = false;
@@ -742,6 +814,8 @@ int main(int argc, char **argv)
             continue;
         if (benches[i].id == B_FIB)
             run_fib(&benches[i]);
+        else if (benches[i].id == B_IDLE)
+            run_idle(&benches[i]);
         else
             run_regular(&benches[i]);
     }

@@ -11,6 +11,7 @@
 #define RT_SERIAL CQ_QUEUE_SERIAL
 #define RT_GLOBAL() cq_get_global_queue(CQ_QUEUE_PRIORITY_DEFAULT, 0)
 #define RT_FOREVER CQ_TIME_FOREVER
+#define RT_SOURCE_TIMER CQ_SOURCE_TYPE_TIMER
 #define RT_NOW CQ_TIME_NOW
 #define RT_TABLE bench_rt_cq
 #define RT_NAME "ours"

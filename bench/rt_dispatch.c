@@ -22,6 +22,7 @@
 #define RT_SERIAL DISPATCH_QUEUE_SERIAL
 #define RT_GLOBAL() dispatch_get_global_queue(DISPATCH_QUEUE_PRIORITY_DEFAULT, 0)
 #define RT_FOREVER DISPATCH_TIME_FOREVER
+#define RT_SOURCE_TIMER DISPATCH_SOURCE_TYPE_TIMER
 #define RT_NOW DISPATCH_TIME_NOW
 #define RT_TABLE bench_rt_dispatch
 #define RT_NAME "libdispatch"

@@ -92,9 +92,11 @@ struct cq__item *cq__inject_take(struct cq__inject *q, struct cq__runq *rq, uint
     }
     struct cq__item *first = NULL;
     uint32_t got = 0;
+    bool emptied = false;
     while (got < max) {
         struct cq__item *l = cq__mpsc_peek(&q->tail, &q->head);
         if (l == NULL) {
+            emptied = true;
             break;
         }
         struct cq__inject_chunk *c = chunk_of(l);
@@ -130,7 +132,7 @@ struct cq__item *cq__inject_take(struct cq__inject *q, struct cq__runq *rq, uint
             link_chunk(q, c);
         }
     }
-    if (got == 0) {
+    if (emptied) {
         /* Clear the hint, then look again: a producer that published before the clear is seen
          * here; one that publishes after it sees the hint clear and sets it (seq_cst pair). */
         cq__store(&q->maybe_work, 0, seq_cst);

@@ -25,7 +25,9 @@ CQ_INTERNAL uint32_t cq__spin_iterations(uint32_t ns);
 
 /* Default spin budgets (nanoseconds), tuned to the futex wake cost described above. */
 #define CQ__SPIN_WAIT_NS 20000u   /* a thread waiting for an event (sync hand-off, semaphore) */
-#define CQ__SPIN_SEARCH_NS 50000u /* an idle worker searching for work before it parks */
+#define CQ__SPIN_SEARCH_NS 25000u /* the longest an idle worker searches before it parks: about
+                                     one futex wake-up, the classic competitive bound */
+#define CQ__SPIN_SEARCH_MIN_NS 1000u /* the shortest (see the adaptive spin in pool.c) */
 #define CQ__SPIN_PURE_NS 300u     /* the first part of a spin: CPU pauses only */
 
 /*

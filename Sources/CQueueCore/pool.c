@@ -109,6 +109,7 @@ static struct cq__proc *proc_new(bool extra)
     uint32_t i = cq__load(&pool.nprocs_seen, relaxed);
     p->index = i;
     p->extra = extra;
+    p->search_ns = CQ__SPIN_SEARCH_NS;
     p->rng = 0x9e3779b97f4a7c15ull * (i + 1);
     /* release: the initialised proc is visible to thieves that find it in the array */
     cq__store(&pool.procs[i], p, release);
@@ -402,10 +403,30 @@ static inline struct cq__item *lifo_take(struct cq__proc *p)
     return cq__xchg(&p->lifo, NULL, acquire); /* acquire: pairs with the pusher's exchange */
 }
 
+/*
+ * Work this worker leaves waiting — items a batch moved into its ring, or items still in the
+ * inject queues — must not sit unseen while it runs a long or blocking task and other workers
+ * sleep. A real backlog wakes an idle worker at once (a burst fans out one worker at a time).
+ * A small one does not: a wake-up costs far more than running a few short tasks here, so it
+ * only makes sure the monitor is watching, which wakes an idle worker if this one gets stuck.
+ */
+#define CQ__FANOUT_BACKLOG 4u
+
+static inline void announce_backlog(struct cq__proc *p)
+{
+    uint32_t len = cq__runq_len(&p->rq);
+    if (len >= CQ__FANOUT_BACKLOG) {
+        notify();
+    } else if (len > 0 || inject_any_work()) {
+        cq__monitor_kick();
+    }
+}
+
 static struct cq__item *next_local(struct cq__proc *p)
 {
     struct cq__item *it;
     if (++p->tick % CQ__INJECT_INTERVAL == 0 && (it = inject_take_any(p)) != NULL) {
+        announce_backlog(p);
         return it;
     }
     if (p->lifo_streak < CQ__LIFO_STREAK_MAX) {
@@ -420,7 +441,10 @@ static struct cq__item *next_local(struct cq__proc *p)
     if ((it = cq__runq_pop(&p->rq)) != NULL) {
         return it;
     }
-    return inject_take_any(p);
+    if ((it = inject_take_any(p)) != NULL) {
+        announce_backlog(p); /* the rest of the batch is in our ring now */
+    }
+    return it;
 }
 
 static inline uint64_t rng_next(struct cq__proc *p)
@@ -481,15 +505,22 @@ static struct cq__item *search(struct cq__thread *t, struct cq__proc *p)
         t->searching = true;
     }
     /* Pure spinning: a searcher must notice new work within tens of nanoseconds, and it is
-     * at most half the workers, so it never takes the CPU a producer needs on its own. */
-    uint64_t deadline = cq__now_ns() + CQ__SPIN_SEARCH_NS;
+     * at most half the workers, so it never takes the CPU a producer needs on its own.
+     * The spin adapts: a search that finds work doubles the next one (a stream of work keeps
+     * a worker spinning and saves the wake-ups), one that ends in a park halves it (work that
+     * trickles in at longer intervals does not cost a CPU spinning for it). */
+    uint64_t deadline = cq__now_ns() + p->search_ns;
     uint32_t relax = cq__spin_iterations(200);
     for (;;) {
         struct cq__item *it = steal_work(p);
         if (it) {
+            p->search_ns = p->search_ns * 2 < CQ__SPIN_SEARCH_NS ? p->search_ns * 2
+                                                                 : CQ__SPIN_SEARCH_NS;
             return it;
         }
         if (cq__now_ns() >= deadline) {
+            p->search_ns = p->search_ns / 2 > CQ__SPIN_SEARCH_MIN_NS ? p->search_ns / 2
+                                                                     : CQ__SPIN_SEARCH_MIN_NS;
             return NULL;
         }
         for (uint32_t i = 0; i < relax; i++) {
@@ -498,14 +529,11 @@ static struct cq__item *search(struct cq__thread *t, struct cq__proc *p)
     }
 }
 
-/* Leaves the searching state; the last searcher to find work wakes another. */
-static inline void stop_searching(struct cq__thread *t)
+static inline void stop_searching(struct cq__thread *t, struct cq__proc *p)
 {
     t->searching = false;
-    uint64_t s = cq__sub(&pool.idle, IDLE_SEARCHING_ONE, seq_cst);
-    if (IDLE_SEARCHING(s) == 1) {
-        notify();
-    }
+    cq__sub(&pool.idle, IDLE_SEARCHING_ONE, seq_cst);
+    announce_backlog(p);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -646,7 +674,7 @@ static void worker_loop(struct cq__thread *t)
             continue;
         }
         if (t->searching) {
-            stop_searching(t);
+            stop_searching(t, p);
         }
         run_item(t, p, it);
     }
@@ -814,6 +842,11 @@ uint32_t cq__pool_workers(void)
 {
     cq__pool_ensure_started();
     return pool.workers;
+}
+
+void cq__pool_notify(void)
+{
+    notify();
 }
 
 bool cq__pool_saturated(void)

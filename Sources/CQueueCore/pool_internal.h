@@ -48,6 +48,7 @@ struct cq__proc {
     /* owner-private */
     uint32_t tick;
     uint32_t lifo_streak;
+    uint32_t search_ns;         /* how long the next search spins (adaptive, see search()) */
     uint64_t rng;
     struct cq__proc *lifo_victim; /* LIFO-steal bookkeeping of this proc as a thief */
     uint32_t lifo_victim_started;
@@ -133,6 +134,7 @@ CQ_INTERNAL void cq__monitor_start(void);
 /* Used by the monitor. */
 CQ_INTERNAL bool cq__pool_work_waiting(void);
 CQ_INTERNAL bool cq__pool_saturated(void);
+CQ_INTERNAL void cq__pool_notify(void); /* wake an idle proc if nobody searches */
 CQ_INTERNAL bool cq__pool_add_extra_proc(void);
 CQ_INTERNAL uint32_t cq__pool_proc_count(void);
 CQ_INTERNAL struct cq__proc *cq__pool_proc(uint32_t index);

@@ -1,14 +1,16 @@
 /*
- * The monitor: adds run queues while workers are stuck in long tasks and work is waiting.
+ * The monitor: looks after work waiting behind workers stuck in long tasks.
  *
  * Tasks that block outside the runtime (a read, a sleep, a long spin) hold their worker, and
- * the pool cannot know. The monitor finds out: it runs only while the pool is saturated (every
- * proc busy, nobody searching) — a producer that finds the pool saturated kicks it — and every
- * millisecond it looks at each proc: one that has been running the same task for 2 ticks
- * while its thread sleeps in the kernel (a read, a sleep, a lock), or for 10 ticks while it is
- * runnable (spinning, computing, or merely preempted), is stuck. While any proc is stuck and work is waiting, it adds one extra proc
- * (with a thread) per tick, up to the thread limit. Extra procs retire as soon as they find
- * no work. After 20 quiet ticks the monitor sleeps on a futex: an idle process sees no
+ * the pool cannot know. The monitor finds out. It is kicked by a producer that finds the pool
+ * saturated (every proc busy, nobody searching) and by a worker that leaves a small backlog
+ * unannounced (announce_backlog in pool.c). While work is waiting it looks at each proc every
+ * millisecond: one that has been running the same task for 2 ticks while its thread sleeps in
+ * the kernel (a read, a sleep, a lock), or for 10 ticks while it is runnable (spinning,
+ * computing, or merely preempted), is stuck. While a proc is stuck and work is waiting, it wakes
+ * an idle proc if there is one (which steals the work), or else adds one extra proc (with a
+ * thread) per tick, up to the thread limit. Extra procs retire as soon as they find no work.
+ * After 20 ticks without waiting work the monitor sleeps on a futex: an idle process sees no
  * wake-ups from it.
  */
 #ifndef _GNU_SOURCE
@@ -61,10 +63,10 @@ static bool thread_sleeps(pid_t tid)
     return paren && paren[1] == ' ' && (paren[2] == 'S' || paren[2] == 'D');
 }
 
-/* One tick: returns true while the pool is under pressure. */
+/* One tick: returns true while work is waiting. */
 static bool tick(void)
 {
-    if (!cq__pool_saturated() || !cq__pool_work_waiting()) {
+    if (!cq__pool_work_waiting()) {
         return false;
     }
     bool stuck = false;
@@ -87,7 +89,13 @@ static bool tick(void)
         }
     }
     if (stuck) {
-        cq__pool_add_extra_proc();
+        /* Work waits behind a stuck worker: an idle worker can take it (stealing from the stuck
+         * one's ring); only when none is idle does the pool grow. */
+        if (cq__pool_saturated()) {
+            cq__pool_add_extra_proc();
+        } else {
+            cq__pool_notify();
+        }
     }
     return true;
 }
@@ -107,7 +115,7 @@ static void *monitor_main(void *arg)
         }
         cq__store(&active, 0, seq_cst);
         /* A kick between our last tick and the store above would be lost: look once more. */
-        if (cq__pool_saturated() && cq__pool_work_waiting()) {
+        if (cq__pool_work_waiting()) {
             cq__store(&active, 1, relaxed);
         }
     }

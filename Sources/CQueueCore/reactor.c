@@ -3,8 +3,11 @@
  *
  *   eventfd   wake-ups, coalesced behind an atomic flag: a waker writes only when it sets the
  *             flag, the reactor clears it before it looks at its commands.
- *   timerfds  one on CLOCK_MONOTONIC, one on CLOCK_REALTIME (TFD_TIMER_CANCEL_ON_SET), absolute,
- *             re-armed only when the earliest deadline changes (timer.c).
+ *   timers    monotonic deadlines are epoll_pwait2's nanosecond timeout (one system call per
+ *             wait); wall-clock deadlines use a timerfd on CLOCK_REALTIME with
+ *             TFD_TIMER_CANCEL_ON_SET (a clock change wakes us), absolute, re-armed only when the
+ *             earliest deadline changes. Without epoll_pwait2 (Linux < 5.11) a monotonic timerfd
+ *             does the same job (timer.c keeps the deadlines).
  *   signalfd  the signals of SIGNAL sources. The runtime's threads block them; a counting
  *             handler is installed for signals whose disposition was SIG_DFL or SIG_IGN (an
  *             ignored signal is discarded before signalfd could see it), so signals delivered
@@ -91,10 +94,11 @@ static struct {
     bool sig_handler_installed[_NSIG];
     sigset_t sigmask;
     int64_t armed[2];
+    bool pwait2; /* epoll_pwait2 works: the monotonic timerfd is not needed */
 } R = {.epfd = -1, .wakefd = -1, .tfd = {-1, -1}, .sigfd = -1, .inofd = -1};
 
 static _Atomic uint32_t sig_count[_NSIG]; /* signals counted by the handler */
-static pthread_once_t start_once = PTHREAD_ONCE_INIT;
+static _Atomic bool started;
 
 /* ---- waking ------------------------------------------------------------------------------ */
 
@@ -174,10 +178,27 @@ static int epoll_add(int fd, uint32_t events, uint32_t slot)
 
 static void *reactor_main(void *arg);
 
+/* Closes whatever a failed start-up opened, so that a later try starts clean. */
+static void reactor_cleanup(void)
+{
+    int *fds[] = {&R.epfd, &R.wakefd, &R.tfd[0], &R.tfd[1], &R.inofd};
+    for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++) {
+        if (*fds[i] >= 0) {
+            close(*fds[i]);
+            *fds[i] = -1;
+        }
+    }
+    free(R.slots);
+    R.slots = NULL;
+    R.nslots = 0;
+}
+
 static void reactor_start(void)
 {
+    R.error = 0;
     R.free_slot = UINT32_MAX;
     R.armed[0] = R.armed[1] = INT64_MAX;
+    R.pwait2 = true;
     sigemptyset(&R.sigmask);
     R.epfd = epoll_create1(EPOLL_CLOEXEC);
     R.wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -190,8 +211,11 @@ static void reactor_start(void)
         epoll_add(R.tfd[1], EPOLLIN, slot_alloc(SLOT_TIMER_WALL, NULL)) < 0 ||
         epoll_add(R.inofd, EPOLLIN, slot_alloc(SLOT_INOTIFY, NULL)) < 0) {
         R.error = errno ? errno : EMFILE;
-        cq__report("cannot start the reactor (%s): sources and cq_after_f are unavailable",
-                   strerror(R.error));
+        static atomic_bool reported;
+        cq__report_once(&reported, "cannot start the reactor (%s): sources cannot be created "
+                                   "and cq_after_f functions wait until it can start",
+                        strerror(R.error));
+        reactor_cleanup();
         return;
     }
     pthread_t thread;
@@ -205,14 +229,29 @@ static void reactor_start(void)
     pthread_attr_destroy(&attr);
     if (err) {
         R.error = err;
-        cq__report("cannot start the reactor thread (%s)", strerror(err));
+        static atomic_bool reported;
+        cq__report_once(&reported, "cannot start the reactor thread (%s)", strerror(err));
+        reactor_cleanup();
     }
 }
 
 int cq__reactor_ensure_started(void)
 {
-    pthread_once(&start_once, reactor_start);
-    return R.error;
+    /* acquire: pairs with the release store below; the reactor's descriptors are set up */
+    if (cq__likely(cq__load(&started, acquire))) {
+        return 0;
+    }
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&lock);
+    if (!cq__load(&started, relaxed)) {
+        reactor_start(); /* on failure (descriptors exhausted, ...) the next call tries again */
+        if (R.error == 0) {
+            cq__store(&started, true, release);
+        }
+    }
+    int err = R.error;
+    pthread_mutex_unlock(&lock);
+    return err;
 }
 
 /* ---- registrations (reactor thread) ------------------------------------------------------- */
@@ -628,6 +667,13 @@ static void arm(int c, int64_t next)
     timerfd_settime(R.tfd[c], flags, &its, NULL);
 }
 
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static void *reactor_main(void *arg)
 {
     (void)arg;
@@ -644,9 +690,30 @@ static void *reactor_main(void *arg)
         }
         int64_t next[2];
         cq__timers_run(&next[0], &next[1]);
-        arm(0, next[0]);
         arm(1, next[1]);
-        int n = epoll_wait(R.epfd, events, 64, -1);
+        int n;
+        if (R.pwait2) {
+            /* The monotonic deadline is epoll_pwait2's own timeout: one system call per wait,
+             * where re-arming a timerfd would add a second. */
+            struct timespec timeout, *tp = NULL;
+            if (next[0] != INT64_MAX) {
+                int64_t left = next[0] - mono_ns();
+                if (left < 0) {
+                    left = 0;
+                }
+                timeout.tv_sec = left / 1000000000;
+                timeout.tv_nsec = left % 1000000000;
+                tp = &timeout;
+            }
+            n = epoll_pwait2(R.epfd, events, 64, tp, NULL);
+            if (n < 0 && errno == ENOSYS) {
+                R.pwait2 = false; /* an old kernel: the timerfd does it */
+                continue;
+            }
+        } else {
+            arm(0, next[0]);
+            n = epoll_wait(R.epfd, events, 64, -1);
+        }
         for (int i = 0; i < n; i++) {
             uint32_t idx = (uint32_t)events[i].data.u64;
             uint32_t gen = (uint32_t)(events[i].data.u64 >> 32);
@@ -665,13 +732,11 @@ static void *reactor_main(void *arg)
                 break;
             }
             case SLOT_TIMER_MONO:
-            case SLOT_TIMER_WALL: {
-                uint64_t v;
-                ssize_t r = read(sl->kind == SLOT_TIMER_MONO ? R.tfd[0] : R.tfd[1], &v, sizeof v);
-                (void)r; /* ECANCELED: the wall clock was set; the timers are looked at anyway */
-                R.armed[sl->kind == SLOT_TIMER_MONO ? 0 : 1] = INT64_MIN; /* re-arm */
+            case SLOT_TIMER_WALL:
+                /* Expired (or, for the wall clock, the clock was set). No read: re-arming (or
+                 * disarming) it below resets its expiry count, and saves a system call. */
+                R.armed[sl->kind == SLOT_TIMER_MONO ? 0 : 1] = INT64_MIN;
                 break;
-            }
             case SLOT_SIGNAL:
                 read_signalfd();
                 break;

@@ -18,10 +18,12 @@
 
 #include "diag_internal.h"
 #include "queue_internal.h"
+#include "reactor_internal.h"
 #include "source_internal.h"
 #include "time_internal.h"
 
 #define NOT_IN_HEAP UINT32_MAX
+#define AFTER_LEEWAY_MAX_NS 25000
 enum { BY_DEADLINE = 0, BY_LATEST = 1 };
 enum { CLOCK_MONO_IDX = 0, CLOCK_WALL_IDX = 1 };
 
@@ -46,8 +48,15 @@ struct cq__timer {
     bool spec_set;
 };
 
+/* A heap entry carries its key, so comparisons never touch the (scattered) timers. */
+struct heap_entry {
+    int64_t key;
+    uint64_t seq;
+    struct cq__timer *timer;
+};
+
 struct heap {
-    struct cq__timer **items;
+    struct heap_entry *items;
     uint32_t count, capacity;
 };
 
@@ -73,65 +82,64 @@ static int64_t add_sat(int64_t a, uint64_t b)
 
 /* ---- heaps ------------------------------------------------------------------------------ */
 
-static bool before(const struct cq__timer *a, const struct cq__timer *b, int by)
+static inline bool before(const struct heap_entry *a, const struct heap_entry *b)
 {
-    int64_t ka = by == BY_DEADLINE ? a->deadline : a->latest;
-    int64_t kb = by == BY_DEADLINE ? b->deadline : b->latest;
-    return ka != kb ? ka < kb : a->seq < b->seq;
+    return a->key != b->key ? a->key < b->key : a->seq < b->seq;
 }
 
-static void heap_set(struct heap *h, int by, uint32_t i, struct cq__timer *t)
+static inline void heap_set(struct heap *h, int by, uint32_t i, struct heap_entry e)
 {
-    h->items[i] = t;
-    t->heap_idx[by] = i;
+    h->items[i] = e;
+    e.timer->heap_idx[by] = i;
 }
 
 static void sift_up(struct heap *h, int by, uint32_t i)
 {
-    struct cq__timer *t = h->items[i];
+    struct heap_entry e = h->items[i];
     while (i > 0) {
         uint32_t parent = (i - 1) / 2;
-        if (!before(t, h->items[parent], by)) {
+        if (!before(&e, &h->items[parent])) {
             break;
         }
         heap_set(h, by, i, h->items[parent]);
         i = parent;
     }
-    heap_set(h, by, i, t);
+    heap_set(h, by, i, e);
 }
 
 static void sift_down(struct heap *h, int by, uint32_t i)
 {
-    struct cq__timer *t = h->items[i];
+    struct heap_entry e = h->items[i];
     for (;;) {
         uint32_t child = 2 * i + 1;
         if (child >= h->count) {
             break;
         }
-        if (child + 1 < h->count && before(h->items[child + 1], h->items[child], by)) {
+        if (child + 1 < h->count && before(&h->items[child + 1], &h->items[child])) {
             child++;
         }
-        if (!before(h->items[child], t, by)) {
+        if (!before(&h->items[child], &e)) {
             break;
         }
         heap_set(h, by, i, h->items[child]);
         i = child;
     }
-    heap_set(h, by, i, t);
+    heap_set(h, by, i, e);
 }
 
 static void heap_insert(struct heap *h, int by, struct cq__timer *t)
 {
     if (h->count == h->capacity) {
         uint32_t cap = h->capacity ? h->capacity * 2 : 64;
-        struct cq__timer **items = realloc(h->items, cap * sizeof *items);
+        struct heap_entry *items = realloc(h->items, cap * sizeof *items);
         if (items == NULL) {
             cq__crash("out of memory scheduling a timer");
         }
         h->items = items;
         h->capacity = cap;
     }
-    heap_set(h, by, h->count++, t);
+    struct heap_entry e = {by == BY_DEADLINE ? t->deadline : t->latest, t->seq, t};
+    heap_set(h, by, h->count++, e);
     sift_up(h, by, h->count - 1);
 }
 
@@ -139,13 +147,13 @@ static void heap_remove(struct heap *h, int by, struct cq__timer *t)
 {
     uint32_t i = t->heap_idx[by];
     t->heap_idx[by] = NOT_IN_HEAP;
-    struct cq__timer *last = h->items[--h->count];
+    struct heap_entry last = h->items[--h->count];
     if (i == h->count) {
         return;
     }
     heap_set(h, by, i, last);
     sift_down(h, by, i);
-    sift_up(h, by, last->heap_idx[by]);
+    sift_up(h, by, last.timer->heap_idx[by]);
 }
 
 static void schedule(struct cq__timer *t)
@@ -316,11 +324,17 @@ void cq_after_f(cq_time_t when, cq_queue_t q, void *ctx, cq_function_t fn)
     t->clock = (when & CQ__WALL_BIT) ? CLOCK_WALL_IDX : CLOCK_MONO_IDX;
     uint64_t ns = when & ~CQ__WALL_BIT;
     t->deadline = ns > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)ns;
-    t->leeway = 0;
+    /* A little leeway (a tenth of the delay, at most AFTER_LEEWAY_MAX_NS) lets timers due
+     * close together share a wake-up of the reactor and of a worker. */
+    int64_t delay = cq_time_nanoseconds_until(when);
+    t->leeway = (uint64_t)(delay / 10 < AFTER_LEEWAY_MAX_NS ? delay / 10 : AFTER_LEEWAY_MAX_NS);
     t->queue = q;
     t->context = ctx;
     t->function = fn;
     cq__ref_retain(&q->obj);
+    /* Starts the reactor if needed. If it cannot start (descriptors exhausted), the timer
+     * waits on the list until a later call starts it. */
+    cq__reactor_ensure_started();
     /* A lock-free stack; the reactor restores submission order by sequence numbers. */
     t->next_new = cq__load(&new_afters, relaxed);
     while (!cq__cas_weak(&new_afters, &t->next_new, t, release)) {
@@ -358,8 +372,8 @@ void cq__timers_run(int64_t *mono_next, int64_t *wall_next)
             continue;
         }
         int64_t now = clock_now(c);
-        while (by_deadline->count && by_deadline->items[0]->deadline <= now) {
-            struct cq__timer *t = by_deadline->items[0];
+        while (by_deadline->count && by_deadline->items[0].key <= now) {
+            struct cq__timer *t = by_deadline->items[0].timer;
             unschedule(t);
             struct cq_source_s *s = t->source;
             if (s == NULL) {
@@ -379,7 +393,7 @@ void cq__timers_run(int64_t *mono_next, int64_t *wall_next)
         }
         struct heap *by_latest = &heaps[c][BY_LATEST];
         if (by_latest->count) {
-            *next[c] = by_latest->items[0]->latest;
+            *next[c] = by_latest->items[0].key;
         }
     }
 }

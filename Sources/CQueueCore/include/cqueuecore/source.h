@@ -137,7 +137,9 @@ CQ_EXPORT void cq_source_set_timer(cq_source_t source, cq_time_t start, uint64_t
 /*
  * cq_after_f
  *   Submits `function(context)` to `queue` at `when` (a one-shot timer; CQ_TIME_NOW: at once).
- *   Never blocks. Functions due at the same time run in the order they were submitted.
+ *   It may run up to a tenth of the delay late, at most 25 us, so that timers due close together
+ *   share a wake-up. Never blocks. Functions due at the same time run in the order they were
+ *   submitted.
  */
 CQ_EXPORT void cq_after_f(cq_time_t when, cq_queue_t queue, void *context,
                           cq_function_t function);
