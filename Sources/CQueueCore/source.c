@@ -239,11 +239,43 @@ void cq_source_set_registration_handler_f(cq_source_t s, cq_function_t handler)
                            CQ__HANDLER_REGISTRATION, handler, NULL, false, NULL);
 }
 
+void cq_source_set_event_handler_ctx_f(cq_source_t s, void *ctx, cq_function_t handler,
+                                       cq_function_t destructor)
+{
+    cq__source_set_handler(source_check(s, "cq_source_set_event_handler_ctx_f"),
+                           CQ__HANDLER_EVENT, handler, ctx, true, destructor);
+}
+
+void cq_source_set_cancel_handler_ctx_f(cq_source_t s, void *ctx, cq_function_t handler,
+                                        cq_function_t destructor)
+{
+    cq__source_set_handler(source_check(s, "cq_source_set_cancel_handler_ctx_f"),
+                           CQ__HANDLER_CANCEL, handler, ctx, true, destructor);
+}
+
+void cq_source_set_registration_handler_ctx_f(cq_source_t s, void *ctx, cq_function_t handler,
+                                              cq_function_t destructor)
+{
+    cq__source_set_handler(source_check(s, "cq_source_set_registration_handler_ctx_f"),
+                           CQ__HANDLER_REGISTRATION, handler, ctx, true, destructor);
+}
+
 static void call_handler(struct cq_source_s *s, int which)
 {
     struct cq__handler *h = cq__load(&s->handlers[which], acquire);
     if (h) {
         h->function(h->has_context ? h->context : s->obj.context);
+    }
+}
+
+/* A handler that can never be called again (it ran once, or the source is canceled): free its
+ * record now rather than at dispose, so its destructor runs when libdispatch would release a
+ * block. Called by the handler item only. */
+static void drop_handler(struct cq_source_s *s, int which)
+{
+    struct cq__handler *h = cq__xchg(&s->handlers[which], NULL, acquire);
+    if (h) {
+        handler_free(h);
     }
 }
 
@@ -349,6 +381,7 @@ void cq__source_invoke(struct cq_source_s *s)
         if (!(st & CQ__SS_CANCELED)) {
             call_handler(s, CQ__HANDLER_REGISTRATION);
         }
+        drop_handler(s, CQ__HANDLER_REGISTRATION); /* it runs at most once */
     }
     bool io = s->type->kind == CQ_SOURCE_KIND_READ || s->type->kind == CQ_SOURCE_KIND_WRITE;
     if (!(st & CQ__SS_CANCELED)) {
@@ -378,6 +411,11 @@ void cq__source_invoke(struct cq_source_s *s)
                 continue;
             }
             call_handler(s, CQ__HANDLER_CANCEL);
+            /* No handler of this source runs again. */
+            for (int which = 0; which < 3; which++) {
+                drop_handler(s, which);
+            }
+            free_retired(s);
             st = cq__load(&s->state, acquire);
             continue;
         }

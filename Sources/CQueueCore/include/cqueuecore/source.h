@@ -106,6 +106,24 @@ CQ_EXPORT void cq_source_set_event_handler_f(cq_source_t source, cq_function_t h
 CQ_EXPORT void cq_source_set_cancel_handler_f(cq_source_t source, cq_function_t handler);
 CQ_EXPORT void cq_source_set_registration_handler_f(cq_source_t source, cq_function_t handler);
 
+/*
+ * Handlers with their own context: handler(handler_context) is called instead of
+ * handler(context of the source); otherwise as the setter above. `destructor(handler_context)`,
+ * if not NULL, runs exactly once, when the handler can no longer be called and no call of it is
+ * running: after a later set of the same handler (any form) replaced it, right after a
+ * registration or cancel handler has run (each runs at most once), after the cancel handler for
+ * the event handler, or when the source is freed. It runs on the source's target queue or on the
+ * thread that drops the last reference, and must not call back into the source. A NULL handler
+ * removes the handler; a non-NULL destructor then runs at once. (The block forms use these.)
+ */
+CQ_EXPORT void cq_source_set_event_handler_ctx_f(cq_source_t source, void *handler_context,
+                                                 cq_function_t handler, cq_function_t destructor);
+CQ_EXPORT void cq_source_set_cancel_handler_ctx_f(cq_source_t source, void *handler_context,
+                                                  cq_function_t handler, cq_function_t destructor);
+CQ_EXPORT void cq_source_set_registration_handler_ctx_f(cq_source_t source, void *handler_context,
+                                                        cq_function_t handler,
+                                                        cq_function_t destructor);
+
 /* Stops the source asynchronously (see above). Idempotent. */
 CQ_EXPORT void cq_source_cancel(cq_source_t source);
 /* Non-zero once cq_source_cancel has been called. */
