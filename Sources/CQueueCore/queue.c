@@ -715,6 +715,25 @@ void cq_assert_queue_not(cq_queue_t q)
     }
 }
 
+void cq_assert_queue_barrier(cq_queue_t q)
+{
+    cq__queue_check(q, "cq_assert_queue_barrier");
+    for (struct cq__frame *f = cq__tls.frame; f; f = f->prev) {
+        if (f->queue == q && f->exclusive) {
+            return;
+        }
+    }
+    struct cq__frame *f = cq__tls.frame;
+    cq__crash("cq_assert_queue_barrier: expected to run on %s exclusively, but running on %s%s",
+              CQ_DESCRIBE(q), f ? CQ_DESCRIBE(f->queue) : "no queue",
+              cq__queue_is_current(q) ? " (alongside other tasks of it)" : "");
+}
+
+bool cq_thread_is_main(void)
+{
+    return cq__is_main_thread();
+}
+
 cq_queue_t cq_get_current_queue(void)
 {
     struct cq__frame *f = cq__tls.frame;

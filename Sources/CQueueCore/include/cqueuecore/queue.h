@@ -136,6 +136,17 @@ CQ_EXPORT void cq_assert_queue(cq_queue_t queue);
 CQ_EXPORT void cq_assert_queue_not(cq_queue_t queue);
 
 /*
+ * cq_assert_queue_barrier
+ *   The calling thread runs on `queue` exclusively: a task of a serial queue, a barrier of a
+ *   concurrent one, or inside a sync / barrier sync that holds it alone. Aborts with a message
+ *   otherwise.
+ */
+CQ_EXPORT void cq_assert_queue_barrier(cq_queue_t queue);
+
+/* cq_thread_is_main: whether the calling thread is the process's main thread. */
+CQ_EXPORT bool cq_thread_is_main(void);
+
+/*
  * cq_get_current_queue
  *   The innermost queue the caller is running on, or NULL. For debugging and for the
  *   libdispatch compatibility header; prefer queue-specific keys for logic.
