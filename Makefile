@@ -13,7 +13,7 @@ SHELL := /bin/bash
 BUILD ?= build
 JOBS ?= $(shell nproc)
 RUN_DIR ?= /usr/include
-APT_PACKAGES := liburcu-dev cmake ninja-build pkg-config gcc
+APT_PACKAGES := liburcu-dev cmake ninja-build pkg-config gcc libblocksruntime-dev
 SWIFT_SCRATCH ?= .build
 
 .PHONY: all deps build run test test-c test-swift bench sanitize sanitize-c sanitize-swift clean

@@ -1,6 +1,8 @@
 /*
  * CQueueCore — a work-stealing dispatch-queue runtime for Linux with libdispatch's
- * function-pointer API under the cq_ prefix. Include this one header.
+ * function-pointer API under the cq_ prefix. Include this one header. Compiled with clang
+ * -fblocks it also declares the block forms (cqueuecore/blocks.h). Code written for libdispatch
+ * includes <cq_dispatch.h> instead (docs/libdispatch-compat.md).
  */
 #ifndef CQUEUECORE_H
 #define CQUEUECORE_H
@@ -15,5 +17,6 @@
 #include <cqueuecore/apply.h>
 #include <cqueuecore/source.h>
 #include <cqueuecore/runtime.h>
+#include <cqueuecore/blocks.h>
 
 #endif /* CQUEUECORE_H */

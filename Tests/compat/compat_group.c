@@ -1,0 +1,143 @@
+/*
+ * Groups through libdispatch's names: async into a group, enter/leave, wait with and without a
+ * timeout, notify, reuse.
+ */
+#include "compat_test.h"
+
+#define N_TASKS 500
+
+struct tally {
+    long done;
+    long at_notify;
+    long notified;
+    dispatch_semaphore_t notify_sema;
+};
+
+static void count_done(void *context)
+{
+    compat_add(&((struct tally *)context)->done, 1);
+}
+
+static void on_notify(void *context)
+{
+    struct tally *t = (struct tally *)context;
+    t->at_notify = compat_load(&t->done);
+    compat_add(&t->notified, 1);
+    dispatch_semaphore_signal(t->notify_sema);
+}
+
+static void test_async_and_wait(void)
+{
+    struct tally t;
+    dispatch_group_t g = dispatch_group_create();
+    dispatch_queue_t serial = dispatch_queue_create("compat.group.serial", NULL);
+    dispatch_queue_t concurrent = dispatch_queue_create("compat.group.concurrent",
+                                                        DISPATCH_QUEUE_CONCURRENT);
+    int i;
+    REQUIRE(g != NULL && serial != NULL && concurrent != NULL);
+    memset(&t, 0, sizeof t);
+    CHECK_EQ(dispatch_group_wait(g, DISPATCH_TIME_NOW), 0); /* empty */
+    for (i = 0; i < N_TASKS; i++) {
+        dispatch_queue_t q = i % 3 == 0 ? serial : i % 3 == 1 ? concurrent : compat_global();
+        dispatch_group_async_f(g, q, &t, count_done);
+    }
+    WAIT_GROUP(g);
+    CHECK_EQ(compat_load(&t.done), N_TASKS);
+    dispatch_release(serial);
+    dispatch_release(concurrent);
+    dispatch_release(g);
+}
+
+static void test_enter_leave_timeout(void)
+{
+    dispatch_group_t g = dispatch_group_create();
+    dispatch_time_t deadline;
+    REQUIRE(g != NULL);
+    dispatch_group_enter(g);
+    dispatch_group_enter(g);
+    CHECK(dispatch_group_wait(g, DISPATCH_TIME_NOW) != 0);
+    deadline = compat_short();
+    CHECK(dispatch_group_wait(g, deadline) != 0);
+    CHECK(compat_now() >= deadline); /* a timeout never comes early */
+    dispatch_group_leave(g);
+    CHECK(dispatch_group_wait(g, DISPATCH_TIME_NOW) != 0);
+    dispatch_group_leave(g);
+    CHECK_EQ(dispatch_group_wait(g, DISPATCH_TIME_NOW), 0);
+    CHECK_EQ(dispatch_group_wait(g, DISPATCH_TIME_FOREVER), 0);
+    dispatch_release(g);
+}
+
+static void leave_later(void *context)
+{
+    dispatch_group_leave((dispatch_group_t)context);
+}
+
+static void test_wait_forever_for_leave_from_task(void)
+{
+    dispatch_group_t g = dispatch_group_create();
+    int i;
+    for (i = 0; i < 8; i++) {
+        dispatch_group_enter(g);
+        dispatch_async_f(compat_global(), g, leave_later);
+    }
+    CHECK_EQ(dispatch_group_wait(g, DISPATCH_TIME_FOREVER), 0);
+    dispatch_release(g);
+}
+
+static void test_notify_and_reuse(void)
+{
+    struct tally t;
+    dispatch_group_t g = dispatch_group_create();
+    dispatch_queue_t q = dispatch_queue_create("compat.group.notify", DISPATCH_QUEUE_CONCURRENT);
+    int round, i;
+    memset(&t, 0, sizeof t);
+    t.notify_sema = dispatch_semaphore_create(0);
+    for (round = 1; round <= 3; round++) {
+        dispatch_group_enter(g); /* hold the group until the notify is registered */
+        for (i = 0; i < N_TASKS; i++) {
+            dispatch_group_async_f(g, q, &t, count_done);
+        }
+        dispatch_group_notify_f(g, compat_global(), &t, on_notify);
+        dispatch_group_leave(g);
+        WAIT_SEMA(t.notify_sema);
+        CHECK_EQ(t.at_notify, round * N_TASKS); /* after every task of the group */
+        CHECK_EQ(compat_load(&t.notified), round);
+    }
+    /* notify on an empty group runs at once */
+    dispatch_group_notify_f(g, q, &t, on_notify);
+    WAIT_SEMA(t.notify_sema);
+    CHECK_EQ(compat_load(&t.notified), 4);
+    dispatch_release(t.notify_sema);
+    dispatch_release(q);
+    dispatch_release(g);
+}
+
+/* Tasks keep their group alive: releasing it right after submitting is fine. */
+static void test_release_while_busy(void)
+{
+    struct tally t;
+    dispatch_group_t g = dispatch_group_create();
+    int i;
+    memset(&t, 0, sizeof t);
+    t.notify_sema = dispatch_semaphore_create(0);
+    dispatch_retain(g);
+    for (i = 0; i < N_TASKS; i++) {
+        dispatch_group_async_f(g, compat_global(), &t, count_done);
+    }
+    dispatch_group_notify_f(g, compat_global(), &t, on_notify);
+    dispatch_release(g);
+    dispatch_release(g);
+    WAIT_SEMA(t.notify_sema);
+    CHECK_EQ(t.at_notify, N_TASKS);
+    dispatch_release(t.notify_sema);
+}
+
+int main(void)
+{
+    RUN(test_async_and_wait);
+    RUN(test_enter_leave_timeout);
+    RUN(test_wait_forever_for_leave_from_task);
+    RUN(test_notify_and_reuse);
+    RUN(test_release_while_busy);
+    COMPAT_MAIN_END();
+}

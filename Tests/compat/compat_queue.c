@@ -1,0 +1,507 @@
+/*
+ * Queues through libdispatch's names: serial order, concurrency, barriers, sync, targets,
+ * suspension, inactive queues, attributes, labels, the current queue, specifics, contexts and
+ * finalizers, global queues.
+ */
+#include "compat_test.h"
+
+#define N_TASKS 1000
+
+/* ---- serial queues run one task at a time, in order --------------------------------------- */
+
+struct order {
+    long seen[N_TASKS];
+    long next;
+    long inside;
+    long max_inside;
+};
+
+struct order_task {
+    struct order *order;
+    long index;
+};
+
+static struct order_task order_tasks[N_TASKS];
+
+static void record_order(void *context)
+{
+    struct order_task *t = (struct order_task *)context;
+    compat_max(&t->order->max_inside, compat_add(&t->order->inside, 1));
+    t->order->seen[t->order->next++] = t->index;
+    compat_add(&t->order->inside, -1);
+}
+
+static void test_serial_order(void)
+{
+    static struct order order;
+    dispatch_queue_t q = dispatch_queue_create("compat.serial", DISPATCH_QUEUE_SERIAL);
+    long i;
+    REQUIRE(q != NULL);
+    for (i = 0; i < N_TASKS; i++) {
+        order_tasks[i].order = &order;
+        order_tasks[i].index = i;
+        dispatch_async_f(q, &order_tasks[i], record_order);
+    }
+    dispatch_sync_f(q, NULL, compat_noop);
+    CHECK_EQ(order.next, N_TASKS);
+    for (i = 0; i < N_TASKS; i++) {
+        if (order.seen[i] != i) {
+            CHECK_EQ(order.seen[i], i);
+            break;
+        }
+    }
+    CHECK_EQ(order.max_inside, 1);
+    dispatch_release(q);
+}
+
+/* ---- concurrent queues run tasks at the same time ----------------------------------------- */
+
+struct pair {
+    dispatch_semaphore_t a, b;
+    long met;
+};
+
+static void meet_a(void *context)
+{
+    struct pair *p = (struct pair *)context;
+    if (compat_rendezvous(p->a, p->b)) {
+        compat_add(&p->met, 1);
+    }
+}
+
+static void meet_b(void *context)
+{
+    struct pair *p = (struct pair *)context;
+    if (compat_rendezvous(p->b, p->a)) {
+        compat_add(&p->met, 1);
+    }
+}
+
+static void check_concurrent(dispatch_queue_t q)
+{
+    struct pair p;
+    dispatch_group_t g = dispatch_group_create();
+    p.a = dispatch_semaphore_create(0);
+    p.b = dispatch_semaphore_create(0);
+    p.met = 0;
+    dispatch_group_async_f(g, q, &p, meet_a);
+    dispatch_group_async_f(g, q, &p, meet_b);
+    WAIT_GROUP(g);
+    CHECK_EQ(p.met, 2);
+    dispatch_release(p.a);
+    dispatch_release(p.b);
+    dispatch_release(g);
+}
+
+static void test_concurrent(void)
+{
+    dispatch_queue_t q = dispatch_queue_create("compat.concurrent", DISPATCH_QUEUE_CONCURRENT);
+    REQUIRE(q != NULL);
+    check_concurrent(q);
+    check_concurrent(compat_global());
+    dispatch_release(q);
+}
+
+/* ---- barriers ------------------------------------------------------------------------------- */
+
+struct barrier_state {
+    long before, after, barrier_saw_before, barrier_saw_after, after_saw_barrier, barrier_done;
+};
+
+static void barrier_before(void *context)
+{
+    compat_add(&((struct barrier_state *)context)->before, 1);
+}
+
+static void barrier_fn(void *context)
+{
+    struct barrier_state *s = (struct barrier_state *)context;
+    s->barrier_saw_before = compat_load(&s->before);
+    s->barrier_saw_after = compat_load(&s->after);
+    compat_store(&s->barrier_done, 1);
+}
+
+static void barrier_after(void *context)
+{
+    struct barrier_state *s = (struct barrier_state *)context;
+    if (compat_load(&s->barrier_done)) {
+        compat_add(&s->after_saw_barrier, 1);
+    }
+    compat_add(&s->after, 1);
+}
+
+static void test_barriers(void)
+{
+    struct barrier_state s;
+    dispatch_queue_t q = dispatch_queue_create("compat.barrier", DISPATCH_QUEUE_CONCURRENT);
+    dispatch_group_t g = dispatch_group_create();
+    int i;
+    memset(&s, 0, sizeof s);
+    for (i = 0; i < 50; i++) {
+        dispatch_group_async_f(g, q, &s, barrier_before);
+    }
+    dispatch_barrier_async_f(q, &s, barrier_fn);
+    for (i = 0; i < 50; i++) {
+        dispatch_group_async_f(g, q, &s, barrier_after);
+    }
+    WAIT_GROUP(g);
+    CHECK_EQ(s.barrier_done, 1);
+    CHECK_EQ(s.barrier_saw_before, 50);
+    CHECK_EQ(s.barrier_saw_after, 0);
+    CHECK_EQ(s.after_saw_barrier, 50);
+
+    /* barrier_sync: after everything before it, and it has run when it returns */
+    memset(&s, 0, sizeof s);
+    for (i = 0; i < 50; i++) {
+        dispatch_async_f(q, &s, barrier_before);
+    }
+    dispatch_barrier_sync_f(q, &s, barrier_fn);
+    CHECK_EQ(s.barrier_done, 1);
+    CHECK_EQ(s.barrier_saw_before, 50);
+    dispatch_release(g);
+    dispatch_release(q);
+}
+
+/* ---- sync ----------------------------------------------------------------------------------- */
+
+struct nested {
+    dispatch_queue_t inner;
+    long ran_inner, ran_outer;
+};
+
+static void set_flag(void *context)
+{
+    compat_store((long *)context, 1);
+}
+
+static void sync_outer(void *context)
+{
+    struct nested *n = (struct nested *)context;
+    dispatch_sync_f(n->inner, &n->ran_inner, set_flag);
+    n->ran_outer = compat_load(&n->ran_inner) + 1;
+}
+
+static void test_sync(void)
+{
+    struct nested n;
+    long flag = 0;
+    dispatch_queue_t a = dispatch_queue_create("compat.sync.a", NULL);
+    n.inner = dispatch_queue_create("compat.sync.b", DISPATCH_QUEUE_CONCURRENT);
+    n.ran_inner = n.ran_outer = 0;
+    dispatch_sync_f(a, &flag, set_flag);
+    CHECK_EQ(flag, 1);
+    dispatch_sync_f(a, &n, sync_outer);
+    CHECK_EQ(n.ran_outer, 2);
+    flag = 0;
+    dispatch_barrier_sync_f(n.inner, &flag, set_flag);
+    CHECK_EQ(flag, 1);
+    dispatch_release(a);
+    dispatch_release(n.inner);
+}
+
+/* ---- target queues and specifics ------------------------------------------------------------ */
+
+static char key_a, key_b;
+
+struct lookup {
+    void *found_a, *found_b;
+    const char *label;
+    dispatch_queue_t current;
+};
+
+static void do_lookup(void *context)
+{
+    struct lookup *l = (struct lookup *)context;
+    l->found_a = dispatch_get_specific(&key_a);
+    l->found_b = dispatch_get_specific(&key_b);
+    l->label = dispatch_queue_get_label(DISPATCH_CURRENT_QUEUE_LABEL);
+    l->current = dispatch_get_current_queue();
+}
+
+static long destructor_calls;
+static dispatch_semaphore_t destructor_sema;
+
+static void specific_destructor(void *context)
+{
+    compat_add(&destructor_calls, 1);
+    CHECK(context == (void *)&key_b);
+    dispatch_semaphore_signal(destructor_sema);
+}
+
+static void count_inside(void *context)
+{
+    struct order *o = (struct order *)context;
+    compat_max(&o->max_inside, compat_add(&o->inside, 1));
+    compat_add(&o->next, 1);
+    compat_add(&o->inside, -1);
+}
+
+static void check_serial(dispatch_queue_t q)
+{
+    static struct order o;
+    dispatch_group_t g = dispatch_group_create();
+    int i;
+    memset(&o, 0, sizeof o);
+    for (i = 0; i < N_TASKS; i++) {
+        dispatch_group_async_f(g, q, &o, count_inside);
+    }
+    WAIT_GROUP(g);
+    CHECK_EQ(o.next, N_TASKS);
+    CHECK_EQ(o.max_inside, 1);
+    dispatch_release(g);
+}
+
+static void test_targets_and_specifics(void)
+{
+    struct lookup l;
+    int va = 1;
+    dispatch_queue_t root = dispatch_queue_create("compat.root", DISPATCH_QUEUE_SERIAL);
+    dispatch_queue_t child = dispatch_queue_create("compat.child", DISPATCH_QUEUE_CONCURRENT);
+    dispatch_queue_t with_target;
+    REQUIRE(root != NULL && child != NULL);
+
+    dispatch_queue_set_specific(root, &key_a, &va, NULL);
+    dispatch_queue_set_specific(child, &key_b, &key_b, NULL);
+    CHECK(dispatch_queue_get_specific(root, &key_a) == &va);
+    CHECK(dispatch_queue_get_specific(child, &key_a) == NULL);
+    CHECK(dispatch_get_specific(&key_a) == NULL); /* not on any queue */
+
+    dispatch_set_target_queue(child, root);
+    memset(&l, 0, sizeof l);
+    dispatch_sync_f(child, &l, do_lookup);
+    CHECK(l.found_a == &va); /* found along the target chain */
+    CHECK(l.found_b == &key_b);
+    CHECK(l.label != NULL && strcmp(l.label, "compat.child") == 0);
+    CHECK(l.current == child);
+
+    /* a concurrent queue targeting a serial queue is serial */
+    check_serial(child);
+
+    with_target = dispatch_queue_create_with_target("compat.with-target", DISPATCH_QUEUE_SERIAL,
+                                                    root);
+    REQUIRE(with_target != NULL);
+    memset(&l, 0, sizeof l);
+    dispatch_sync_f(with_target, &l, do_lookup);
+    CHECK(l.found_a == &va);
+    CHECK(l.found_b == NULL);
+
+    /* replacing a value runs the old value's destructor */
+    destructor_sema = dispatch_semaphore_create(0);
+    dispatch_queue_set_specific(child, &key_b, &key_b, specific_destructor);
+    dispatch_queue_set_specific(child, &key_b, NULL, NULL);
+    WAIT_SEMA(destructor_sema);
+    CHECK_EQ(compat_load(&destructor_calls), 1);
+    CHECK(dispatch_queue_get_specific(child, &key_b) == NULL);
+
+    dispatch_release(with_target);
+    dispatch_release(child);
+    dispatch_release(root);
+    dispatch_release(destructor_sema);
+}
+
+/* ---- suspension and inactive queues --------------------------------------------------------- */
+
+enum { BY_RESUME, BY_ACTIVATE };
+
+static void check_held_then_runs(dispatch_queue_t q, int how)
+{
+    long ran = 0;
+    dispatch_group_t g = dispatch_group_create();
+    dispatch_group_async_f(g, q, &ran, set_flag);
+    CHECK(dispatch_group_wait(g, compat_short()) != 0); /* held */
+    CHECK_EQ(compat_load(&ran), 0);
+    if (how == BY_RESUME) {
+        dispatch_resume(q);
+    } else {
+        dispatch_activate(q);
+    }
+    WAIT_GROUP(g);
+    CHECK_EQ(compat_load(&ran), 1);
+    dispatch_release(g);
+}
+
+static void test_suspend_and_inactive(void)
+{
+    dispatch_queue_t q = dispatch_queue_create("compat.suspend", NULL);
+    dispatch_queue_t inactive = dispatch_queue_create("compat.inactive",
+                                                      DISPATCH_QUEUE_SERIAL_INACTIVE);
+    dispatch_queue_t inactive_c = dispatch_queue_create("compat.inactive-concurrent",
+                                                        DISPATCH_QUEUE_CONCURRENT_INACTIVE);
+    dispatch_queue_t made = dispatch_queue_create(
+        "compat.made-inactive", dispatch_queue_attr_make_initially_inactive(DISPATCH_QUEUE_SERIAL));
+    REQUIRE(q != NULL && inactive != NULL && inactive_c != NULL && made != NULL);
+
+    dispatch_suspend(q);
+    check_held_then_runs(q, BY_RESUME);
+    check_held_then_runs(inactive, BY_ACTIVATE);
+    check_held_then_runs(inactive_c, BY_ACTIVATE);
+    check_held_then_runs(made, BY_ACTIVATE);
+    check_concurrent(inactive_c);
+
+    dispatch_release(q);
+    dispatch_release(inactive);
+    dispatch_release(inactive_c);
+    dispatch_release(made);
+}
+
+/* ---- attributes ----------------------------------------------------------------------------- */
+
+static void test_attributes(void)
+{
+    dispatch_queue_attr_t utility =
+        dispatch_queue_attr_make_with_qos_class(DISPATCH_QUEUE_CONCURRENT, QOS_CLASS_UTILITY, -1);
+    dispatch_queue_attr_t pool = dispatch_queue_attr_make_with_autorelease_frequency(
+        DISPATCH_QUEUE_SERIAL, DISPATCH_AUTORELEASE_FREQUENCY_WORK_ITEM);
+    dispatch_queue_t q;
+    long flag = 0;
+
+    /* invalid QoS classes and relative priorities leave the attribute as it was */
+    CHECK(dispatch_queue_attr_make_with_qos_class(DISPATCH_QUEUE_CONCURRENT, 7, 0) ==
+          DISPATCH_QUEUE_CONCURRENT);
+    CHECK(dispatch_queue_attr_make_with_qos_class(DISPATCH_QUEUE_CONCURRENT, QOS_CLASS_UTILITY,
+                                                  1) == DISPATCH_QUEUE_CONCURRENT);
+    CHECK(dispatch_queue_attr_make_initially_inactive(NULL) == DISPATCH_QUEUE_SERIAL_INACTIVE);
+
+    q = dispatch_queue_create("compat.utility", utility);
+    REQUIRE(q != NULL);
+    check_concurrent(q); /* still concurrent */
+    dispatch_release(q);
+
+    q = dispatch_queue_create("compat.utility-inactive",
+                              dispatch_queue_attr_make_initially_inactive(utility));
+    REQUIRE(q != NULL);
+    check_held_then_runs(q, BY_ACTIVATE);
+    dispatch_release(q);
+
+    q = dispatch_queue_create("compat.autorelease", pool);
+    REQUIRE(q != NULL);
+    dispatch_sync_f(q, &flag, set_flag);
+    CHECK_EQ(flag, 1);
+    dispatch_release(q);
+}
+
+/* ---- labels, current queue, asserts --------------------------------------------------------- */
+
+static dispatch_queue_t unrelated_queue;
+
+static void check_asserts(void *context)
+{
+    dispatch_queue_t q = (dispatch_queue_t)context;
+    dispatch_assert_queue(q);
+    dispatch_assert_queue_barrier(q); /* a serial queue's task runs alone */
+    dispatch_assert_queue_not(unrelated_queue);
+    dispatch_assert_queue_debug(q);
+    dispatch_assert_queue_not_debug(unrelated_queue);
+    CHECK(dispatch_get_current_queue() == q);
+}
+
+static void *thread_current(void *arg)
+{
+    (void)arg;
+    /* outside any queue: some queue (libdispatch: a global one), never NULL */
+    return (void *)dispatch_get_current_queue();
+}
+
+static void test_labels_and_current(void)
+{
+    struct lookup l;
+    dispatch_queue_t q = dispatch_queue_create("compat.label", NULL);
+    dispatch_queue_t unnamed = dispatch_queue_create(NULL, NULL);
+    pthread_t thread;
+    void *current = NULL;
+    REQUIRE(q != NULL && unnamed != NULL);
+    CHECK(strcmp(dispatch_queue_get_label(q), "compat.label") == 0);
+    CHECK(strcmp(dispatch_queue_get_label(unnamed), "") == 0);
+    memset(&l, 0, sizeof l);
+    dispatch_sync_f(q, &l, do_lookup);
+    CHECK(l.label != NULL && strcmp(l.label, "compat.label") == 0);
+    CHECK(l.current == q);
+    unrelated_queue = dispatch_queue_create("compat.unrelated", NULL);
+    dispatch_sync_f(q, q, check_asserts);
+    dispatch_release(unrelated_queue);
+    REQUIRE(pthread_create(&thread, NULL, thread_current, NULL) == 0);
+    REQUIRE(pthread_join(thread, &current) == 0);
+    CHECK(current != NULL);
+    dispatch_release(q);
+    dispatch_release(unnamed);
+}
+
+/* ---- contexts, finalizers, retain/release --------------------------------------------------- */
+
+static dispatch_semaphore_t finalized;
+static void *finalized_context;
+
+static void finalizer(void *context)
+{
+    finalized_context = context;
+    dispatch_semaphore_signal(finalized);
+}
+
+static void test_context_and_finalizer(void)
+{
+    static int value = 42;
+    dispatch_queue_t q = dispatch_queue_create("compat.finalize", NULL);
+    dispatch_group_t g = dispatch_group_create();
+    dispatch_semaphore_t s = dispatch_semaphore_create(1);
+    finalized = dispatch_semaphore_create(0);
+    REQUIRE(q != NULL && g != NULL && s != NULL && finalized != NULL);
+
+    dispatch_set_context(q, &value);
+    CHECK(dispatch_get_context(q) == &value);
+    dispatch_set_context(g, &value);
+    CHECK(dispatch_get_context(g) == &value);
+    dispatch_set_context(s, &value);
+    CHECK(dispatch_get_context(s) == &value);
+    dispatch_set_finalizer_f(q, finalizer);
+
+    dispatch_retain(q);
+    dispatch_release(q);
+    CHECK(dispatch_get_context(q) == &value); /* still alive: one reference left */
+    dispatch_release(q);
+    WAIT_SEMA(finalized);
+    CHECK(finalized_context == &value);
+
+    dispatch_release(g);
+    dispatch_release(s);
+    dispatch_release(finalized);
+}
+
+/* ---- global queues -------------------------------------------------------------------------- */
+
+static void test_global_queues(void)
+{
+    dispatch_queue_t high = dispatch_get_global_queue(DISPATCH_QUEUE_PRIORITY_HIGH, 0);
+    dispatch_queue_t def = dispatch_get_global_queue(DISPATCH_QUEUE_PRIORITY_DEFAULT, 0);
+    dispatch_queue_t low = dispatch_get_global_queue(DISPATCH_QUEUE_PRIORITY_LOW, 0);
+    dispatch_queue_t bg = dispatch_get_global_queue(DISPATCH_QUEUE_PRIORITY_BACKGROUND, 0);
+    REQUIRE(high != NULL && def != NULL && low != NULL && bg != NULL);
+    CHECK(high != def && def != low && low != bg && high != bg);
+    CHECK(dispatch_get_global_queue(QOS_CLASS_USER_INTERACTIVE, 0) == high);
+    CHECK(dispatch_get_global_queue(QOS_CLASS_USER_INITIATED, 0) == high);
+    CHECK(dispatch_get_global_queue(QOS_CLASS_DEFAULT, 0) == def);
+    CHECK(dispatch_get_global_queue(QOS_CLASS_UTILITY, 0) == low);
+    CHECK(dispatch_get_global_queue(QOS_CLASS_BACKGROUND, 0) == bg);
+    CHECK(dispatch_get_global_queue(QOS_CLASS_UNSPECIFIED, 0) == def);
+    CHECK(dispatch_get_global_queue(DISPATCH_QUEUE_PRIORITY_DEFAULT, 1) == NULL);
+    /* global queues ignore retain, release, suspend, resume */
+    dispatch_retain(def);
+    dispatch_release(def);
+    dispatch_release(def);
+    check_concurrent(low);
+    check_concurrent(bg);
+}
+
+int main(void)
+{
+    RUN(test_serial_order);
+    RUN(test_concurrent);
+    RUN(test_barriers);
+    RUN(test_sync);
+    RUN(test_targets_and_specifics);
+    RUN(test_suspend_and_inactive);
+    RUN(test_attributes);
+    RUN(test_labels_and_current);
+    RUN(test_context_and_finalizer);
+    RUN(test_global_queues);
+    COMPAT_MAIN_END();
+}

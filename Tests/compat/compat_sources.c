@@ -1,0 +1,427 @@
+/*
+ * Sources through libdispatch's names: custom data (ADD, OR, REPLACE), registration and cancel
+ * handlers, READ and WRITE on a pipe, SIGNAL, target queues, and — CQueueCore only, libdispatch
+ * on Linux has neither — PROC and VNODE.
+ */
+#include "compat_test.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+struct src {
+    dispatch_source_t source;
+    long sum;         /* ADD: sum of data; OR: OR of data; REPLACE: last data */
+    long calls;
+    long want;        /* signal `done` once sum reaches (ADD) / equals (OR) this */
+    long registered;  /* registration handler runs */
+    long reg_before_event;
+    long cancelled;
+    long events_after_cancel;
+    const char *expect_label;
+    long label_ok;
+    dispatch_semaphore_t done, cancel_done;
+    char bytes[64];   /* READ: what was read */
+    long nbytes;
+};
+
+static void src_init(struct src *s, dispatch_source_type_t type, uintptr_t handle, uintptr_t mask,
+                     dispatch_queue_t q)
+{
+    memset(s, 0, sizeof *s);
+    s->done = dispatch_semaphore_create(0);
+    s->cancel_done = dispatch_semaphore_create(0);
+    s->source = dispatch_source_create(type, handle, mask, q);
+    REQUIRE(s->source != NULL);
+    dispatch_set_context(s->source, s);
+}
+
+static void on_registration(void *context)
+{
+    struct src *s = (struct src *)context;
+    compat_add(&s->registered, 1);
+}
+
+static void on_cancel(void *context)
+{
+    struct src *s = (struct src *)context;
+    s->cancelled++;
+    dispatch_semaphore_signal(s->cancel_done);
+}
+
+static void src_cancel_and_release(struct src *s)
+{
+    dispatch_source_cancel(s->source);
+    dispatch_source_cancel(s->source); /* idempotent */
+    WAIT_SEMA(s->cancel_done);
+    CHECK_EQ(s->cancelled, 1);
+    CHECK_EQ(s->events_after_cancel, 0);
+    CHECK(dispatch_source_testcancel(s->source) != 0);
+    dispatch_release(s->source);
+    dispatch_release(s->done);
+    dispatch_release(s->cancel_done);
+}
+
+/* ---- custom data ---------------------------------------------------------------------------- */
+
+static void on_add(void *context)
+{
+    struct src *s = (struct src *)context;
+    if (s->cancelled) {
+        s->events_after_cancel++;
+    }
+    if (compat_load(&s->registered) > 0 && s->calls == 0) {
+        s->reg_before_event = 1;
+    }
+    s->calls++;
+    s->sum += (long)dispatch_source_get_data(s->source);
+    if (s->sum == s->want) {
+        dispatch_semaphore_signal(s->done);
+    }
+}
+
+static void merge_one(void *context, size_t i)
+{
+    (void)i;
+    dispatch_source_merge_data((dispatch_source_t)context, 1);
+}
+
+static void test_data_add(void)
+{
+    struct src s;
+    long i;
+    src_init(&s, DISPATCH_SOURCE_TYPE_DATA_ADD, 0, 0, compat_global());
+    dispatch_source_set_registration_handler_f(s.source, on_registration);
+    dispatch_source_set_event_handler_f(s.source, on_add);
+    dispatch_source_set_cancel_handler_f(s.source, on_cancel);
+    CHECK_EQ(dispatch_source_get_handle(s.source), 0);
+    CHECK_EQ(dispatch_source_get_mask(s.source), 0);
+    s.want = 5050;
+    for (i = 1; i <= 100; i++) {
+        dispatch_source_merge_data(s.source, (uintptr_t)i); /* inactive: coalesced */
+    }
+    CHECK(dispatch_semaphore_wait(s.done, compat_short()) != 0); /* nothing runs before */
+    CHECK_EQ(compat_load(&s.registered), 0);
+    dispatch_activate(s.source);
+    WAIT_SEMA(s.done);
+    CHECK_EQ(s.sum, 5050);
+    CHECK_EQ(s.calls, 1); /* merged while inactive: one batch */
+    CHECK_EQ(compat_load(&s.registered), 1);
+    CHECK_EQ(s.reg_before_event, 1);
+
+    /* merges from many threads at once */
+    s.want = 5050 + 1000;
+    dispatch_apply_f(1000, compat_global(), s.source, merge_one);
+    WAIT_SEMA(s.done);
+    CHECK_EQ(s.sum, 6050);
+    CHECK(s.calls >= 2);
+
+    /* suspended: merges coalesce, then run */
+    dispatch_suspend(s.source);
+    s.want = 6050 + 30;
+    for (i = 0; i < 3; i++) {
+        dispatch_source_merge_data(s.source, 10);
+    }
+    CHECK(dispatch_semaphore_wait(s.done, compat_short()) != 0);
+    dispatch_resume(s.source);
+    WAIT_SEMA(s.done);
+    CHECK_EQ(s.sum, 6080);
+    src_cancel_and_release(&s);
+    CHECK_EQ(compat_load(&s.registered), 1);
+}
+
+static void on_or(void *context)
+{
+    struct src *s = (struct src *)context;
+    s->calls++;
+    s->sum |= (long)dispatch_source_get_data(s->source);
+    if (s->sum == s->want) {
+        dispatch_semaphore_signal(s->done);
+    }
+}
+
+static void on_replace(void *context)
+{
+    struct src *s = (struct src *)context;
+    s->calls++;
+    s->sum = (long)dispatch_source_get_data(s->source);
+    dispatch_semaphore_signal(s->done);
+}
+
+static void test_data_or_replace(void)
+{
+    struct src s;
+    src_init(&s, DISPATCH_SOURCE_TYPE_DATA_OR, 0, 0, NULL);
+    dispatch_source_set_event_handler_f(s.source, on_or);
+    dispatch_source_set_cancel_handler_f(s.source, on_cancel);
+    s.want = 0xf;
+    dispatch_source_merge_data(s.source, 1);
+    dispatch_source_merge_data(s.source, 2);
+    dispatch_source_merge_data(s.source, 4);
+    dispatch_source_merge_data(s.source, 8);
+    dispatch_source_merge_data(s.source, 2);
+    dispatch_resume(s.source);
+    WAIT_SEMA(s.done);
+    CHECK_EQ(s.sum, 0xf);
+    CHECK_EQ(s.calls, 1);
+    src_cancel_and_release(&s);
+
+    src_init(&s, DISPATCH_SOURCE_TYPE_DATA_REPLACE, 0, 0, NULL);
+    dispatch_source_set_event_handler_f(s.source, on_replace);
+    dispatch_source_set_cancel_handler_f(s.source, on_cancel);
+    dispatch_source_merge_data(s.source, 5);
+    dispatch_source_merge_data(s.source, 7);
+    dispatch_resume(s.source);
+    WAIT_SEMA(s.done);
+    CHECK_EQ(s.sum, 7); /* the last value */
+    CHECK_EQ(s.calls, 1);
+    src_cancel_and_release(&s);
+}
+
+/* ---- target queues -------------------------------------------------------------------------- */
+
+static char target_key;
+
+static void on_targeted(void *context)
+{
+    struct src *s = (struct src *)context;
+    s->label_ok = dispatch_get_specific(&target_key) == (void *)&target_key &&
+                  strcmp(dispatch_queue_get_label(DISPATCH_CURRENT_QUEUE_LABEL),
+                         s->expect_label) == 0;
+    dispatch_semaphore_signal(s->done);
+}
+
+static void test_target_queue(void)
+{
+    struct src s;
+    dispatch_queue_t first = dispatch_queue_create("compat.source.first", NULL);
+    dispatch_queue_t second = dispatch_queue_create("compat.source.second", NULL);
+    dispatch_queue_set_specific(second, &target_key, &target_key, NULL);
+    src_init(&s, DISPATCH_SOURCE_TYPE_DATA_ADD, 0, 0, first);
+    dispatch_source_set_event_handler_f(s.source, on_targeted);
+    dispatch_source_set_cancel_handler_f(s.source, on_cancel);
+    dispatch_set_target_queue(s.source, second);
+    s.expect_label = "compat.source.second";
+    dispatch_resume(s.source);
+    dispatch_source_merge_data(s.source, 1);
+    WAIT_SEMA(s.done);
+    CHECK_EQ(s.label_ok, 1);
+    src_cancel_and_release(&s);
+    dispatch_release(first);
+    dispatch_release(second);
+}
+
+/* ---- READ and WRITE on a pipe --------------------------------------------------------------- */
+
+static void on_readable(void *context)
+{
+    struct src *s = (struct src *)context;
+    int fd = (int)dispatch_source_get_handle(s->source);
+    long available = (long)dispatch_source_get_data(s->source);
+    ssize_t n;
+    s->calls++;
+    if (available < 1) {
+        available = 1;
+    }
+    if (available > (long)sizeof s->bytes - s->nbytes) {
+        available = (long)sizeof s->bytes - s->nbytes;
+    }
+    n = read(fd, s->bytes + s->nbytes, (size_t)available);
+    if (n > 0) {
+        s->nbytes += n;
+    }
+    if (s->nbytes >= s->want) {
+        dispatch_semaphore_signal(s->done);
+    }
+}
+
+static void on_read_cancel(void *context)
+{
+    struct src *s = (struct src *)context;
+    close((int)dispatch_source_get_handle(s->source)); /* closed in the cancel handler */
+    on_cancel(context);
+}
+
+/* A writable pipe stays writable: the handler runs again and again until the cancel. Only the
+ * first call records anything. */
+static void on_writable(void *context)
+{
+    struct src *s = (struct src *)context;
+    if (compat_add(&s->calls, 1) == 1) {
+        s->sum = (long)dispatch_source_get_data(s->source);
+        dispatch_semaphore_signal(s->done);
+    }
+}
+
+static void test_pipe(void)
+{
+    struct src r, w;
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+
+    src_init(&r, DISPATCH_SOURCE_TYPE_READ, (uintptr_t)fds[0], 0, NULL);
+    CHECK_EQ(dispatch_source_get_handle(r.source), fds[0]);
+    dispatch_source_set_event_handler_f(r.source, on_readable);
+    dispatch_source_set_cancel_handler_f(r.source, on_read_cancel);
+    r.want = 11;
+    dispatch_resume(r.source);
+    REQUIRE(write(fds[1], "hello", 5) == 5);
+    REQUIRE(write(fds[1], " world", 6) == 6);
+    WAIT_SEMA(r.done);
+    CHECK_EQ(r.nbytes, 11);
+    CHECK(memcmp(r.bytes, "hello world", 11) == 0);
+    src_cancel_and_release(&r);
+    close(fds[1]);
+
+    REQUIRE(pipe(fds) == 0);
+    src_init(&w, DISPATCH_SOURCE_TYPE_WRITE, (uintptr_t)fds[1], 0, compat_global());
+    dispatch_source_set_event_handler_f(w.source, on_writable);
+    dispatch_source_set_cancel_handler_f(w.source, on_cancel);
+    dispatch_resume(w.source);
+    WAIT_SEMA(w.done);
+    CHECK(w.sum > 0); /* room to write */
+    src_cancel_and_release(&w);
+    close(fds[0]);
+    close(fds[1]);
+}
+
+/* ---- SIGNAL --------------------------------------------------------------------------------- */
+
+static void on_signal(void *context)
+{
+    struct src *s = (struct src *)context;
+    s->sum += (long)dispatch_source_get_data(s->source);
+    s->calls++;
+    if (s->sum >= s->want) {
+        dispatch_semaphore_signal(s->done);
+    }
+}
+
+static void test_signal(void)
+{
+    struct src s;
+    int tries;
+    src_init(&s, DISPATCH_SOURCE_TYPE_SIGNAL, SIGUSR1, 0, NULL);
+    CHECK_EQ(dispatch_source_get_handle(s.source), SIGUSR1);
+    dispatch_source_set_event_handler_f(s.source, on_signal);
+    dispatch_source_set_cancel_handler_f(s.source, on_cancel);
+    dispatch_source_set_registration_handler_f(s.source, on_registration);
+    s.want = 1;
+    dispatch_resume(s.source);
+    /* a signal sent before the source is registered may be missed: wait for registration by
+     * sending until the first one is seen (each wait is bounded) */
+    for (tries = 0; dispatch_semaphore_wait(s.done, compat_short()) != 0; tries++) {
+        REQUIRE(tries < 1200);
+        REQUIRE(kill(getpid(), SIGUSR1) == 0);
+    }
+    CHECK(s.sum >= 1);
+    src_cancel_and_release(&s);
+}
+
+#ifdef CQ_DISPATCH_COMPAT
+/* ---- PROC (CQueueCore only) ----------------------------------------------------------------- */
+
+static void on_proc(void *context)
+{
+    struct src *s = (struct src *)context;
+    s->sum |= (long)dispatch_source_get_data(s->source);
+    if (s->sum & (long)DISPATCH_PROC_EXIT) {
+        dispatch_semaphore_signal(s->done);
+    }
+}
+
+static void test_proc(void)
+{
+    struct src s;
+    int gate[2], status = 0;
+    char c;
+    pid_t pid;
+    REQUIRE(pipe(gate) == 0);
+    pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        close(gate[1]);
+        while (read(gate[0], &c, 1) < 0 && errno == EINTR) {
+        }
+        _exit(7);
+    }
+    close(gate[0]);
+    src_init(&s, DISPATCH_SOURCE_TYPE_PROC, (uintptr_t)pid, DISPATCH_PROC_EXIT, NULL);
+    CHECK_EQ(dispatch_source_get_mask(s.source), DISPATCH_PROC_EXIT);
+    dispatch_source_set_event_handler_f(s.source, on_proc);
+    dispatch_source_set_cancel_handler_f(s.source, on_cancel);
+    dispatch_resume(s.source);
+    CHECK(dispatch_semaphore_wait(s.done, compat_short()) != 0); /* still running */
+    close(gate[1]);                                              /* let it exit */
+    WAIT_SEMA(s.done);
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 7);
+    src_cancel_and_release(&s);
+}
+
+/* ---- VNODE (CQueueCore only) ---------------------------------------------------------------- */
+
+/* `want` is the set of events the test waits for now (0: none); the handler clears it when they
+ * have all been seen, so each phase signals once. */
+static void on_vnode(void *context)
+{
+    struct src *s = (struct src *)context;
+    long want;
+    s->sum |= (long)dispatch_source_get_data(s->source);
+    want = compat_load(&s->want);
+    if (want != 0 && (s->sum & want) == want) {
+        compat_store(&s->want, 0);
+        dispatch_semaphore_signal(s->done);
+    }
+}
+
+static void test_vnode(void)
+{
+    struct src s;
+    char path[] = "/tmp/compat_vnode_XXXXXX";
+    int fd = mkstemp(path), writer, tries;
+    REQUIRE(fd >= 0);
+    src_init(&s, DISPATCH_SOURCE_TYPE_VNODE, (uintptr_t)fd,
+             DISPATCH_VNODE_WRITE | DISPATCH_VNODE_EXTEND | DISPATCH_VNODE_DELETE, NULL);
+    dispatch_source_set_event_handler_f(s.source, on_vnode);
+    dispatch_source_set_cancel_handler_f(s.source, on_read_cancel);
+    dispatch_source_set_registration_handler_f(s.source, on_registration);
+    dispatch_resume(s.source);
+    /* events are only seen once the watch is registered: wait for that first */
+    for (tries = 0; compat_load(&s.registered) == 0; tries++) {
+        REQUIRE(tries < 1200);
+        CHECK(dispatch_semaphore_wait(s.done, compat_short()) != 0);
+    }
+    compat_store(&s.want, (long)(DISPATCH_VNODE_WRITE | DISPATCH_VNODE_EXTEND));
+    writer = open(path, O_WRONLY | O_APPEND);
+    REQUIRE(writer >= 0);
+    REQUIRE(write(writer, "data", 4) == 4);
+    close(writer);
+    WAIT_SEMA(s.done);
+    compat_store(&s.want, (long)DISPATCH_VNODE_DELETE);
+    REQUIRE(unlink(path) == 0);
+    WAIT_SEMA(s.done);
+    src_cancel_and_release(&s);
+}
+#endif /* CQ_DISPATCH_COMPAT */
+
+int main(void)
+{
+    sigset_t usr1;
+    /* SIGNAL sources read signals through signalfd: block it in every thread (threads created
+     * from now on inherit the mask). */
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    REQUIRE(pthread_sigmask(SIG_BLOCK, &usr1, NULL) == 0);
+
+    RUN(test_data_add);
+    RUN(test_data_or_replace);
+    RUN(test_target_queue);
+    RUN(test_pipe);
+    RUN(test_signal);
+#ifdef CQ_DISPATCH_COMPAT
+    RUN(test_proc);
+    RUN(test_vnode);
+#endif
+    COMPAT_MAIN_END();
+}
