@@ -8,6 +8,7 @@
 #define CQ_TEST_H
 
 #include <cqueuecore.h>
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -168,6 +169,39 @@ static inline uint64_t cq_test_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Voluntary context switches of the runtime's threads (named "cq-..."): every sleep of a
+ * worker, spare, the monitor or the reactor adds one, so a difference of 0 over an interval
+ * means none of them woke up. */
+static inline long cq_test_runtime_thread_switches(void)
+{
+    long total = 0;
+    DIR *d = opendir("/proc/self/task");
+    REQUIRE(d != NULL);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.') {
+            continue;
+        }
+        char path[300], line[256], name[64] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f == NULL) {
+            continue;
+        }
+        long switches = 0;
+        while (fgets(line, sizeof line, f)) {
+            sscanf(line, "Name: %63s", name);
+            sscanf(line, "voluntary_ctxt_switches: %ld", &switches);
+        }
+        fclose(f);
+        if (strncmp(name, "cq-", 3) == 0) {
+            total += switches;
+        }
+    }
+    closedir(d);
+    return total;
 }
 
 #endif /* CQ_TEST_H */

@@ -8,7 +8,6 @@
  *     blocked readers while one more short task must run);
  *   - an idle process sees no wake-ups from the runtime's threads.
  */
-#include <dirent.h>
 #include <pthread.h>
 
 #include "cq_test.h"
@@ -206,36 +205,6 @@ static void test_blocked_readers(void)
 
 /* ---- an idle process: the runtime's threads do not wake up ------------------------------ */
 
-static long runtime_thread_switches(void)
-{
-    long total = 0;
-    DIR *d = opendir("/proc/self/task");
-    REQUIRE(d != NULL);
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.') {
-            continue;
-        }
-        char path[300], line[256], name[64] = "";
-        snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (f == NULL) {
-            continue;
-        }
-        long switches = 0;
-        while (fgets(line, sizeof line, f)) {
-            sscanf(line, "Name: %63s", name);
-            sscanf(line, "voluntary_ctxt_switches: %ld", &switches);
-        }
-        fclose(f);
-        if (strncmp(name, "cq-", 3) == 0) {
-            total += switches;
-        }
-    }
-    closedir(d);
-    return total;
-}
-
 static void test_idle_no_wakeups(void)
 {
     /* Let the pool and the monitor settle after the previous tests (extra threads retire,
@@ -250,9 +219,9 @@ static void test_idle_no_wakeups(void)
             info.procs, info.threads, info.workers, info.spares_parked);
     CHECK_EQ(info.procs, info.workers);
     CHECK(info.spares_parked <= info.workers);
-    long before = runtime_thread_switches();
+    long before = cq_test_runtime_thread_switches();
     cq_semaphore_wait(s, cq_time(CQ_TIME_NOW, 500 * 1000000ll)); /* half a second of idling */
-    long after = runtime_thread_switches();
+    long after = cq_test_runtime_thread_switches();
     fprintf(stderr, "   runtime thread wake-ups while idle for 0.5 s: %ld\n", after - before);
     CHECK_EQ(after - before, 0);
     cq_release(s);
