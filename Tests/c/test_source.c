@@ -792,6 +792,7 @@ static void test_bad_input(void)
 
 /* ---- idle ------------------------------------------------------------------------------- */
 
+/* Registration and cancel handler of the quiet sources. */
 static void idle_registered(void *ctx)
 {
     cq_group_leave((cq_group_t)ctx);
@@ -867,10 +868,14 @@ static void test_idle_sources_no_wakeups(void)
     cq_source_cancel(ticker);
     cq_release(ticker);
     cq_release(ticked);
+    /* Descriptors are closed once the cancel handlers ran (the reactor has let go). */
     for (int i = 0; i < 3; i++) {
+        cq_source_set_cancel_handler_f(quiet[i], idle_registered);
+        cq_group_enter(registered);
         cq_source_cancel(quiet[i]);
         cq_release(quiet[i]);
     }
+    WAIT_GROUP(registered);
     cq_release(registered);
     close(fds[0]);
     close(fds[1]);
