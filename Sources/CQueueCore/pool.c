@@ -162,17 +162,22 @@ static void park_thread(struct cq__thread *t)
 
 static void *thread_main(void *arg);
 
-/* Blocks the asynchronous signals in runtime threads, so they reach the application's threads
- * (and signalfd); faults stay deliverable. */
-void cq__block_async_signals(sigset_t *old)
+int cq__thread_start(pthread_t *thread, void *(*fn)(void *), void *arg)
 {
-    sigset_t set;
+    sigset_t set, old;
     sigfillset(&set);
     static const int sync_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS};
     for (size_t i = 0; i < sizeof sync_signals / sizeof sync_signals[0]; i++) {
         sigdelset(&set, sync_signals[i]);
     }
-    pthread_sigmask(SIG_BLOCK, &set, old);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_sigmask(SIG_BLOCK, &set, &old); /* the new thread inherits this mask */
+    int err = pthread_create(thread, &attr, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    return err;
 }
 
 static void note_limit_reached(void)
@@ -215,14 +220,7 @@ static void spawn_thread(struct cq__proc *p, bool searching)
         t->index = pool.next_thread_index++;
         p->thread = t;
         pthread_mutex_unlock(&pool.lock);
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        sigset_t old;
-        cq__block_async_signals(&old);
-        err = pthread_create(&t->pthread, &attr, thread_main, t);
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        pthread_attr_destroy(&attr);
+        err = cq__thread_start(&t->pthread, thread_main, t);
         if (err == 0) {
             return;
         }

@@ -122,10 +122,11 @@ CQ_INTERNAL uint32_t cq__pool_workers(void);
 CQ_INTERNAL uint32_t cq__usable_cpus(void);
 CQ_INTERNAL uint32_t cq__env_u32(const char *name, uint32_t dflt);
 
-/* Blocks asynchronous signals in the calling thread (runtime threads start with this mask, so
- * signals reach the application's threads and signalfd); *old receives the previous mask. */
-#include <signal.h>
-CQ_INTERNAL void cq__block_async_signals(sigset_t *old);
+/* Starts a detached runtime thread running fn(arg). It starts with every asynchronous signal
+ * blocked, so signals reach the application's threads and signalfd (faults stay deliverable).
+ * Returns 0 or pthread_create's error. */
+#include <pthread.h>
+CQ_INTERNAL int cq__thread_start(pthread_t *thread, void *(*fn)(void *), void *arg);
 
 /* The monitor (pool_monitor.c). */
 CQ_INTERNAL void cq__monitor_kick(void);

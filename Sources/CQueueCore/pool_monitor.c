@@ -125,15 +125,7 @@ static void *monitor_main(void *arg)
 void cq__monitor_start(void)
 {
     pthread_t thread;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    sigset_t old;
-    cq__block_async_signals(&old);
-    int err = pthread_create(&thread, &attr, monitor_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&attr);
-    if (err) {
+    if (cq__thread_start(&thread, monitor_main, NULL) != 0) {
         static atomic_bool reported;
         cq__report_once(&reported, "cannot start the monitor thread: stuck workers will not be "
                                    "compensated");

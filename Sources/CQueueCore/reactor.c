@@ -219,14 +219,7 @@ static void reactor_start(void)
         return;
     }
     pthread_t thread;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    sigset_t old;
-    cq__block_async_signals(&old);
-    int err = pthread_create(&thread, &attr, reactor_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&attr);
+    int err = cq__thread_start(&thread, reactor_main, NULL);
     if (err) {
         R.error = err;
         static atomic_bool reported;
