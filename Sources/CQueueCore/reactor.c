@@ -249,21 +249,28 @@ int cq__reactor_ensure_started(void)
 
 /* ---- registrations (reactor thread) ------------------------------------------------------- */
 
+/* Grows a table of pointers indexed by a descriptor so that `index` fits; new entries NULL. */
+static void *table_fit(void *table, int *len, int index, const char *what)
+{
+    if (index < *len) {
+        return table;
+    }
+    int n = *len ? *len : 64;
+    while (n <= index) {
+        n *= 2;
+    }
+    void **t = realloc(table, (size_t)n * sizeof *t);
+    if (t == NULL) {
+        cq__crash("out of memory registering %s", what);
+    }
+    memset(t + *len, 0, (size_t)(n - *len) * sizeof *t);
+    *len = n;
+    return t;
+}
+
 static struct fdreg *fdreg_get(int fd)
 {
-    if (fd >= R.nfds) {
-        int n = R.nfds ? R.nfds : 64;
-        while (n <= fd) {
-            n *= 2;
-        }
-        struct fdreg **f = realloc(R.fds, (size_t)n * sizeof *f);
-        if (f == NULL) {
-            cq__crash("out of memory registering a descriptor");
-        }
-        memset(f + R.nfds, 0, (size_t)(n - R.nfds) * sizeof *f);
-        R.fds = f;
-        R.nfds = n;
-    }
+    R.fds = table_fit(R.fds, &R.nfds, fd, "a descriptor");
     if (R.fds[fd] == NULL) {
         struct fdreg *r = calloc(1, sizeof *r);
         if (r == NULL) {
@@ -367,19 +374,7 @@ static void watch_register(struct cq_source_s *s)
     if (s->wd < 0) {
         return;
     }
-    if (s->wd >= R.nwatches) {
-        int n = R.nwatches ? R.nwatches : 64;
-        while (n <= s->wd) {
-            n *= 2;
-        }
-        struct watch **w = realloc(R.watches, (size_t)n * sizeof *w);
-        if (w == NULL) {
-            cq__crash("out of memory registering a file watch");
-        }
-        memset(w + R.nwatches, 0, (size_t)(n - R.nwatches) * sizeof *w);
-        R.watches = w;
-        R.nwatches = n;
-    }
+    R.watches = table_fit(R.watches, &R.nwatches, s->wd, "a file watch");
     if (R.watches[s->wd] == NULL) {
         R.watches[s->wd] = calloc(1, sizeof(struct watch));
         if (R.watches[s->wd] == NULL) {
