@@ -362,6 +362,38 @@ void cq__timers_take_new(void)
 
 /* ---- firing ---------------------------------------------------------------------------- */
 
+#define WAKE_SCAN_MAX 64u
+
+/*
+ * When to wake: no later than `latest`, the smallest deadline + leeway, but no later than
+ * needed either. Every timer that a wake at `latest` would fire has its deadline at or before
+ * `latest`; waking at the largest of those deadlines fires the same timers, sooner. So leeway
+ * costs latency only where it buys coalescing: a lone timer fires at its deadline. The scan
+ * visits only heap entries at or before `latest` (they fire at the wake-up anyway) and gives up
+ * (waking at `latest`) after WAKE_SCAN_MAX of them.
+ */
+static int64_t wake_time(const struct heap *h, int64_t latest)
+{
+    uint32_t stack[2 * WAKE_SCAN_MAX + 2], top = 0, visited = 0;
+    int64_t wake = INT64_MIN;
+    stack[top++] = 0;
+    while (top) {
+        uint32_t i = stack[--top];
+        if (i >= h->count || h->items[i].key > latest) {
+            continue; /* and so is its whole subtree */
+        }
+        if (++visited > WAKE_SCAN_MAX) {
+            return latest;
+        }
+        if (h->items[i].key > wake) {
+            wake = h->items[i].key;
+        }
+        stack[top++] = 2 * i + 1;
+        stack[top++] = 2 * i + 2;
+    }
+    return wake == INT64_MIN ? latest : wake;
+}
+
 void cq__timers_run(int64_t *mono_next, int64_t *wall_next)
 {
     int64_t *next[2] = {mono_next, wall_next};
@@ -393,7 +425,7 @@ void cq__timers_run(int64_t *mono_next, int64_t *wall_next)
         }
         struct heap *by_latest = &heaps[c][BY_LATEST];
         if (by_latest->count) {
-            *next[c] = by_latest->items[0].key;
+            *next[c] = wake_time(by_deadline, by_latest->items[0].key);
         }
     }
 }

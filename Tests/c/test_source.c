@@ -125,6 +125,23 @@ static void test_timer_one_shot(void)
     cq_release(q);
 }
 
+/*
+ * Leeway buys coalescing, not lateness: a lone timer with a 20 s leeway still fires at its
+ * deadline (here: well within the 10 s the wait allows), never before it.
+ */
+static void test_timer_leeway_lone(void)
+{
+    struct probe *p = probe_new(CQ_SOURCE_TYPE_TIMER, 0, 0, NULL);
+    uint64_t t0 = cq_test_now_ns();
+    cq_source_set_timer(p->source, cq_time(CQ_TIME_NOW, 10 * 1000000ll), CQ_TIME_FOREVER,
+                        20ull * 1000000000ull);
+    cq_resume(p->source);
+    REQUIRE(cq_semaphore_wait(p->fired, cq_time(CQ_TIME_NOW, 10ll * 1000000000ll)) == 0);
+    CHECK(cq_test_now_ns() - t0 >= 10 * 1000000ull);
+    CHECK_EQ(atomic_load(&p->last), 1);
+    probe_finish(p);
+}
+
 static void test_timer_repeating(void)
 {
     struct probe *p = probe_new(CQ_SOURCE_TYPE_TIMER, 0, 0, NULL);
@@ -885,6 +902,7 @@ int main(void)
 {
     /* Runtime threads block SIGUSR1; the application's threads keep it unblocked. */
     RUN(test_timer_one_shot);
+    RUN(test_timer_leeway_lone);
     RUN(test_timer_repeating);
     RUN(test_timer_reset_from_handler);
     RUN(test_timer_suspended);
