@@ -11,7 +11,7 @@ let package = Package(
         // liburcu (Debian: liburcu-dev), used by the C core only.
         .systemLibrary(
             name: "CURCU",
-            pkgConfig: "liburcu-memb",
+            pkgConfig: "liburcu-bp",
             providers: [.apt(["liburcu-dev"])]
         ),
         .target(
@@ -21,7 +21,7 @@ let package = Package(
                 .define("_GNU_SOURCE"),
                 .define("NDEBUG", .when(configuration: .release)),
             ],
-            // CURCU's pkg-config entry (liburcu-memb) names only the RCU flavour; the lock-free
+            // CURCU's pkg-config entry (liburcu-bp) names only the RCU flavour; the lock-free
             // stack lives in liburcu-cds, and SwiftPM ignores a module map's `link` lines for
             // C targets, so it is named here.
             linkerSettings: [.linkedLibrary("urcu-cds"), .linkedLibrary("pthread")]

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "diag_internal.h"
+#include "fork_internal.h"
 #include "inject_internal.h"
 #include "parker_internal.h"
 #include "task_internal.h"
@@ -57,7 +58,7 @@ static struct {
     .lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
-static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER; /* pool_init runs under it */
 static _Atomic bool pool_started;
 
 /* ---------------------------------------------------------------------------------------- */
@@ -675,6 +676,9 @@ static void worker_loop(struct cq__thread *t)
             stop_searching(t, p);
         }
         run_item(t, p, it);
+        if (cq__unlikely(cq__tls.thread != t)) {
+            cq__fork_child_task_returned(); /* the task forked: this is the child */
+        }
     }
 }
 
@@ -824,6 +828,7 @@ static void pool_init(void)
     cq__store(&pool.idle, (uint64_t)workers * (IDLE_NPROCS_ONE + IDLE_UNPARKED_ONE), seq_cst);
     cq__store(&pool.nthreads, workers, relaxed);
     cq__store(&pool.threads_peak, workers, relaxed);
+    /* release: pairs with the acquire loads of pool_started; the pool is set up */
     cq__store(&pool_started, true, release);
     for (uint32_t i = 0; i < workers; i++) {
         spawn_thread(procs[i], false);
@@ -833,7 +838,60 @@ static void pool_init(void)
 
 void cq__pool_ensure_started(void)
 {
-    pthread_once(&pool_once, pool_init);
+    if (cq__likely(cq__load(&pool_started, acquire))) {
+        return;
+    }
+    cq__fork_handlers_install();
+    pthread_mutex_lock(&start_lock);
+    if (!cq__load(&pool_started, relaxed)) {
+        pool_init();
+    }
+    pthread_mutex_unlock(&start_lock);
+}
+
+/* fork(): no start-up and no pool-lock holder may be caught half-way (see fork.c). */
+void cq__pool_fork_prepare(void)
+{
+    pthread_mutex_lock(&start_lock);
+    pthread_mutex_lock(&pool.lock);
+}
+
+void cq__pool_fork_parent(void)
+{
+    pthread_mutex_unlock(&pool.lock);
+    pthread_mutex_unlock(&start_lock);
+}
+
+/*
+ * In the child, only the forking thread exists: the pool starts over, empty, on the next
+ * submission. The old procs, their queued items and the threads' records are abandoned (their
+ * work belongs to the parent's threads); the forking thread stops being a pool thread.
+ */
+void cq__pool_fork_child(void)
+{
+    pthread_mutex_unlock(&pool.lock);
+    pthread_mutex_unlock(&start_lock);
+    uint32_t n = cq__load(&pool.nprocs_seen, relaxed);
+    for (uint32_t i = 0; i < n; i++) {
+        cq__store(&pool.procs[i], NULL, relaxed);
+    }
+    cq__store(&pool.nprocs_seen, 0, relaxed);
+    cq__store(&pool.idle, 0, relaxed);
+    for (uint32_t i = 0; i < CQ__PRIO_COUNT; i++) {
+        cq__inject_init(&pool.inject[i]);
+    }
+    pool.idle_parked = pool.idle_free = NULL;
+    pool.spares = NULL;
+    pool.nspares = 0;
+    cq__store(&pool.nthreads, 0, relaxed);
+    cq__store(&pool.blocked, 0, relaxed);
+    cq__store(&pool_started, false, relaxed);
+    cq__tls.thread = NULL;
+    cq__tls.proc = NULL;
+    for (unsigned i = 0; i < sizeof cq__tls.inject / sizeof cq__tls.inject[0]; i++) {
+        cq__tls.inject[i] = NULL;
+    }
+    cq__monitor_fork_child();
 }
 
 uint32_t cq__pool_workers(void)

@@ -131,6 +131,7 @@ CQ_INTERNAL int cq__thread_start(pthread_t *thread, void *(*fn)(void *), void *a
 /* The monitor (pool_monitor.c). */
 CQ_INTERNAL void cq__monitor_kick(void);
 CQ_INTERNAL void cq__monitor_start(void);
+CQ_INTERNAL void cq__monitor_fork_child(void);
 
 /* Used by the monitor. */
 CQ_INTERNAL bool cq__pool_work_waiting(void);

@@ -43,6 +43,12 @@ void cq__monitor_kick(void)
     }
 }
 
+/* In a forked child the monitor thread does not exist: the next pool start makes a new one. */
+void cq__monitor_fork_child(void)
+{
+    cq__store(&active, 0, relaxed);
+}
+
 /* Whether thread `tid` of this process is asleep (state S or D), from /proc. A thread that is
  * running or waiting for a CPU (R) is busy, not blocked: it gets the longer threshold. */
 static bool thread_sleeps(pid_t tid)

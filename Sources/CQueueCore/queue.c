@@ -88,7 +88,52 @@ cq_queue_t cq_queue_create(const char *label, cq_queue_attr_t attr)
     atomic_init(&q->tail, NULL);
     atomic_init(&q->head, NULL);
     atomic_init(&q->state, 0);
+    q->fork_gen = cq__fork_gen;
     return q;
+}
+
+void cq__queue_check_slow(cq_queue_t q, const char *call)
+{
+    if (q == NULL || q->obj.cls != &cq__queue_class) {
+        cq__object_check(q, CQ__KIND_QUEUE, call); /* aborts */
+    }
+    /* Inherited from the parent: usable if it and its target chain were idle at the fork (only
+     * the child's thread exists, and it is here, so nothing changes under us). A queue with
+     * work queued, running or pending on its target was busy with the parent's threads, which
+     * the child does not have. A suspended queue keeps what it holds: resuming it in the child
+     * runs it there. */
+    for (struct cq_queue_s *l = q; l && l->kind != CQ__QUEUE_ROOT && l->kind != CQ__QUEUE_MAIN;
+         l = cq__queue_target(l)) {
+        uint64_t s = cq__load(&l->state, relaxed);
+        bool suspended = (s & CQ__QS_SUSPEND_MASK) != 0;
+        uint64_t busy = CQ__QS_LOCK | CQ__QS_ENQUEUED | CQ__QS_BARRIER_WAIT | CQ__QS_WIDTH_MASK |
+                        (suspended ? 0 : CQ__QS_DIRTY);
+        if ((s & busy) || (!suspended && !cq__queue_list_empty(l))) {
+            cq__crash("%s: %s was busy when the process forked; its work belongs to the parent's "
+                      "threads, so it cannot be used in the child (create queues in the child)",
+                      call, CQ_DESCRIBE(l));
+        }
+    }
+    for (struct cq_queue_s *l = q; l && l->kind != CQ__QUEUE_ROOT && l->kind != CQ__QUEUE_MAIN;
+         l = cq__queue_target(l)) {
+        l->fork_gen = cq__fork_gen;
+    }
+}
+
+void cq__queue_fork_child(void)
+{
+    for (unsigned i = 0; i < 4; i++) {
+        cq__root_queues[i].fork_gen = cq__fork_gen;
+    }
+    cq__main_queue.fork_gen = cq__fork_gen;
+    if (!cq__is_main_thread()) {
+        /* The main queue belonged to the parent's main thread, which the child does not have:
+         * it starts over, empty (its pending work stays the parent's). */
+        cq__store(&cq__main_queue.state, 0, relaxed);
+        cq__store(&cq__main_queue.tail, NULL, relaxed);
+        cq__store(&cq__main_queue.head, NULL, relaxed);
+        cq__main_fork_child();
+    }
 }
 
 cq_queue_t cq_get_global_queue(intptr_t priority, uintptr_t flags)
@@ -529,7 +574,7 @@ void cq_barrier_async_f(cq_queue_t q, void *ctx, cq_function_t fn)
 
 static void queue_suspend(struct cq__object *o)
 {
-    struct cq_queue_s *q = (struct cq_queue_s *)o;
+    struct cq_queue_s *q = cq__queue_check((struct cq_queue_s *)o, "cq_suspend");
     if (cq__object_is_immortal(o)) {
         return;
     }
@@ -541,7 +586,7 @@ static void queue_suspend(struct cq__object *o)
 
 static void queue_resume(struct cq__object *o)
 {
-    struct cq_queue_s *q = (struct cq_queue_s *)o;
+    struct cq_queue_s *q = cq__queue_check((struct cq_queue_s *)o, "cq_resume");
     if (cq__object_is_immortal(o)) {
         return;
     }

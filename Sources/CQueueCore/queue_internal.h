@@ -23,9 +23,10 @@
 
 #include <cqueuecore/queue.h>
 #include <pthread.h>
-#include <urcu/urcu-memb.h>
+#include <urcu/urcu-bp.h>
 
 #include "atomic_internal.h"
+#include "fork_internal.h"
 #include "item_internal.h"
 #include "object_internal.h"
 #include "thread_internal.h"
@@ -61,6 +62,7 @@ struct cq_queue_s {
     uint8_t kind;                     /* enum cq__queue_kind, written once */
     uint8_t prio;                     /* root queues: pool priority index */
     bool retargeted;                  /* written by a retarget barrier, read by its drain */
+    uint32_t fork_gen;                /* cq__fork_gen it was created or adopted under */
     char *label;                      /* written once */
     /* Changed only by a retarget barrier (holding LOCK). Read by whoever holds the queue (its
      * LOCK, one unit of its width, or its ENQUEUED state), which makes the chain below a held
@@ -78,10 +80,15 @@ struct cq_queue_s {
 extern struct cq_queue_s cq__root_queues[4];
 extern struct cq_queue_s cq__main_queue;
 
+/* Not a queue (aborts), or a queue from before a fork() first used in the child (adopts it or
+ * aborts, see fork.c). */
+CQ_INTERNAL void cq__queue_check_slow(cq_queue_t q, const char *call);
+
 CQ_INLINE struct cq_queue_s *cq__queue_check(cq_queue_t q, const char *call)
 {
-    if (cq__unlikely(q == NULL || q->obj.cls != &cq__queue_class)) {
-        cq__object_check(q, CQ__KIND_QUEUE, call);
+    if (cq__unlikely(q == NULL || q->obj.cls != &cq__queue_class ||
+                     q->fork_gen != cq__fork_gen)) {
+        cq__queue_check_slow(q, call);
     }
     return q;
 }
@@ -152,6 +159,7 @@ CQ_INTERNAL void cq__queue_drain(struct cq_queue_s *q);
  * drain_pending drains it if it was (main thread only); wait sleeps until the next wakeup. */
 CQ_INTERNAL void cq__main_wakeup(void);
 CQ_INTERNAL bool cq__main_drain_pending(void);
+CQ_INTERNAL void cq__main_fork_child(void); /* the run loop starts over */
 CQ_INTERNAL void cq__main_wait(void);
 
 /* queue_specific.c */

@@ -29,6 +29,11 @@ bool cq__main_drain_pending(void)
     return true;
 }
 
+void cq__main_fork_child(void)
+{
+    cq__store(&run_loop, 0, relaxed);
+}
+
 void cq__main_wait(void)
 {
     uint32_t v = 0;

@@ -4,13 +4,13 @@
  * lookups (cq_get_specific is called on hot paths: "am I on this queue?") take no lock and
  * write no shared memory. Writers serialise on one mutex; setting keys is rare.
  *
- * liburcu (the membarrier flavour): readers must be registered threads. Threads register on
- * their first lookup and unregister when they exit (see thread.c).
+ * liburcu: see rcu_internal.h.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "diag_internal.h"
+#include "fork_internal.h"
 #include "queue_internal.h"
 #include "rcu_internal.h"
 
@@ -27,6 +27,21 @@ struct cq__specifics {
 };
 
 static pthread_mutex_t writers = PTHREAD_MUTEX_INITIALIZER;
+
+void cq__specific_fork_prepare(void)
+{
+    pthread_mutex_lock(&writers);
+}
+
+void cq__specific_fork_parent(void)
+{
+    pthread_mutex_unlock(&writers);
+}
+
+void cq__specific_fork_child(void)
+{
+    pthread_mutex_unlock(&writers);
+}
 
 static void free_specifics(struct rcu_head *head)
 {

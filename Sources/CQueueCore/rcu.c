@@ -1,30 +1,34 @@
 /*
- * RCU reader registration (see rcu_internal.h).
+ * Deferred reclamation and liburcu's side of fork() (see rcu_internal.h, fork.c).
  */
 #include "rcu_internal.h"
 
-#include "thread_internal.h"
+#include "fork_internal.h"
 
 char cq__rcu_tsan_sync;
 
-void cq__rcu_register(void)
+void cq__rcu_defer(struct rcu_head *head, void (*fn)(struct rcu_head *))
 {
-    if (cq__unlikely(!cq__tls.rcu_registered)) {
-        urcu_memb_register_thread();
-        cq__tls.rcu_registered = 1;
-        cq__thread_exit_hook();
-    }
+    /* liburcu's callback thread starts with the first call: from then on a fork must pause
+     * it (and the child must start a new one). */
+    cq__fork_handlers_install();
+    cq__tsan_release(head);
+    urcu_bp_call_rcu(head, fn);
 }
 
-void cq__rcu_mark_liburcu_thread(void)
+/* liburcu's grace-period and registry locks; in the child it drops the parent's other threads
+ * from its registry (one of them may have been inside a read-side section). */
+void cq__rcu_fork_prepare(void)
 {
-    cq__tls.rcu_registered = 2; /* registered, by liburcu: not ours to unregister */
+    urcu_bp_before_fork();
 }
 
-void cq__rcu_unregister(void)
+void cq__rcu_fork_parent(void)
 {
-    if (cq__tls.rcu_registered == 1) {
-        urcu_memb_unregister_thread();
-        cq__tls.rcu_registered = 0;
-    }
+    urcu_bp_after_fork_parent();
+}
+
+void cq__rcu_fork_child(void)
+{
+    urcu_bp_after_fork_child();
 }

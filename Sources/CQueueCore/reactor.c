@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "diag_internal.h"
+#include "fork_internal.h"
 #include "pool_internal.h"
 #include "reactor_internal.h"
 #include "source_internal.h"
@@ -228,14 +229,16 @@ static void reactor_start(void)
     }
 }
 
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+
 int cq__reactor_ensure_started(void)
 {
     /* acquire: pairs with the release store below; the reactor's descriptors are set up */
     if (cq__likely(cq__load(&started, acquire))) {
         return 0;
     }
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    pthread_mutex_lock(&lock);
+    cq__fork_handlers_install();
+    pthread_mutex_lock(&start_lock);
     if (!cq__load(&started, relaxed)) {
         reactor_start(); /* on failure (descriptors exhausted, ...) the next call tries again */
         if (R.error == 0) {
@@ -243,8 +246,57 @@ int cq__reactor_ensure_started(void)
         }
     }
     int err = R.error;
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&start_lock);
     return err;
+}
+
+void cq__reactor_fork_prepare(void)
+{
+    pthread_mutex_lock(&start_lock);
+}
+
+void cq__reactor_fork_parent(void)
+{
+    pthread_mutex_unlock(&start_lock);
+}
+
+/*
+ * The child has no reactor thread, and the parent's descriptors are shared kernel objects the
+ * parent's reactor still uses: close them and start over on the next use. The parent's
+ * registrations are abandoned with its sources (fork.c). Signal dispositions the reactor
+ * changed go back to what they were, so that an ignored signal stays ignored across an exec.
+ */
+void cq__reactor_fork_child(void)
+{
+    pthread_mutex_unlock(&start_lock);
+    for (uint32_t i = 0; i < R.nslots; i++) {
+        if (R.slots[i].kind == SLOT_PIDFD) {
+            close(((struct cq_source_s *)R.slots[i].ptr)->fd); /* the reactor's, see do_register */
+        }
+    }
+    for (int signo = 1; signo < _NSIG; signo++) {
+        if (R.sig_handler_installed[signo]) {
+            sigaction(signo, &R.sig_saved[signo], NULL);
+        }
+    }
+    if (R.sigfd >= 0) {
+        close(R.sigfd);
+    }
+    reactor_cleanup(); /* epoll, eventfd, timerfds, inotify; the slot table */
+    R.sigfd = -1;
+    R.fds = NULL;
+    R.nfds = 0;
+    R.watches = NULL;
+    R.nwatches = 0;
+    memset(R.sig_sources, 0, sizeof R.sig_sources);
+    memset(R.sig_handler_installed, 0, sizeof R.sig_handler_installed);
+    cq__store(&R.wake_flag, 0, relaxed);
+    cq__store(&R.cmd_tail, NULL, relaxed);
+    cq__store(&R.cmd_head, NULL, relaxed);
+    for (int signo = 0; signo < _NSIG; signo++) {
+        cq__store(&sig_count[signo], 0, relaxed);
+    }
+    cq__store(&started, false, relaxed);
 }
 
 /* ---- registrations (reactor thread) ------------------------------------------------------- */

@@ -77,12 +77,16 @@ const struct cq__class cq__source_class = {
     .resume = source_resume,
 };
 
-static inline struct cq_source_s *source_check(cq_source_t s, const char *call)
+#define source_check cq__source_check
+
+void cq__source_check_slow(cq_source_t s, const char *call)
 {
-    if (cq__unlikely(s == NULL || s->obj.cls != &cq__source_class)) {
-        cq__object_check(s, CQ__KIND_SOURCE, call);
+    if (s == NULL || s->obj.cls != &cq__source_class) {
+        cq__object_check(s, CQ__KIND_SOURCE, call); /* aborts */
     }
-    return s;
+    cq__crash("%s: source %p was created before the process forked; a source belongs to the "
+              "reactor of the process that created it (create sources in the child)", call,
+              (void *)s);
 }
 
 /* ---- creation ---------------------------------------------------------------------------- */
@@ -170,6 +174,7 @@ cq_source_t cq_source_create(cq_source_type_t type, uintptr_t handle, uintptr_t 
     s->fd = fd;
     s->wd = wd;
     s->slot = UINT32_MAX;
+    s->fork_gen = cq__fork_gen;
     atomic_init(&s->state, CQ__SS_SUSPEND_ONE); /* created suspended */
     cq__ref_retain(&q->obj);
     atomic_init(&s->target, q);
@@ -436,7 +441,7 @@ void cq__source_invoke(struct cq_source_s *s)
 
 static void source_suspend(struct cq__object *o)
 {
-    struct cq_source_s *s = (struct cq_source_s *)o;
+    struct cq_source_s *s = source_check((struct cq_source_s *)o, "cq_suspend");
     uint32_t st = cq__add(&s->state, CQ__SS_SUSPEND_ONE, relaxed);
     if ((st & CQ__SS_SUSPEND_MASK) == CQ__SS_SUSPEND_MASK) {
         cq__crash("cq_suspend: suspend count of source %p overflowed", (void *)s);
@@ -445,7 +450,7 @@ static void source_suspend(struct cq__object *o)
 
 static void source_resume(struct cq__object *o)
 {
-    struct cq_source_s *s = (struct cq_source_s *)o;
+    struct cq_source_s *s = source_check((struct cq_source_s *)o, "cq_resume");
     uint32_t st = cq__load(&s->state, relaxed), n;
     for (;;) {
         if (!(st & CQ__SS_SUSPEND_MASK)) {

@@ -24,6 +24,7 @@
 
 #include <cqueuecore/source.h>
 
+#include "fork_internal.h"
 #include "item_internal.h"
 #include "object_internal.h"
 #include "rcu_internal.h"
@@ -61,6 +62,7 @@ struct cq_source_s {
     struct cq__object obj;
     struct cq__item item;                     /* the handler item, pushed on the target */
     const struct cq_source_type_s *type;      /* written once */
+    uint32_t fork_gen;                        /* cq__fork_gen at creation */
     uintptr_t handle, mask;                   /* written once */
     _Atomic uint32_t state;
     _Atomic uintptr_t pending;                /* counted event data not yet handled */
@@ -82,6 +84,18 @@ struct cq_source_s {
 };
 
 enum { CQ__HANDLER_EVENT = 0, CQ__HANDLER_CANCEL = 1, CQ__HANDLER_REGISTRATION = 2 };
+
+/* Not a source, or a source from before a fork() used in the child: aborts naming `call`. */
+CQ_INTERNAL __attribute__((noreturn)) void cq__source_check_slow(cq_source_t s, const char *call);
+
+CQ_INLINE struct cq_source_s *cq__source_check(cq_source_t s, const char *call)
+{
+    if (cq__unlikely(s == NULL || s->obj.cls != &cq__source_class ||
+                     s->fork_gen != cq__fork_gen)) {
+        cq__source_check_slow(s, call);
+    }
+    return s;
+}
 
 /* source.c */
 CQ_INTERNAL void cq__source_invoke(struct cq_source_s *s); /* the handler item ran */

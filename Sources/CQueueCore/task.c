@@ -9,6 +9,7 @@
 #include <urcu/lfstack.h>
 
 #include "diag_internal.h"
+#include "fork_internal.h"
 
 /* A batch in the depot: its first task's memory holds the header. */
 struct depot_batch {
@@ -112,6 +113,26 @@ CQ_NOINLINE void cq__task_free_slow(void)
     pthread_once(&depot_once, depot_init);
     cq__thread_exit_hook();
     depot_push_batch(CQ__TASK_BATCH);
+}
+
+/* fork(): no arena carving or depot pop may be caught half-way. The depot's pushes are single
+ * CAS operations, so its list is whole in the child; the tasks in it are the child's memory. */
+void cq__task_fork_prepare(void)
+{
+    pthread_once(&depot_once, depot_init);
+    pthread_mutex_lock(&arena_lock);
+    cds_lfs_pop_lock(&depot);
+}
+
+void cq__task_fork_parent(void)
+{
+    cds_lfs_pop_unlock(&depot);
+    pthread_mutex_unlock(&arena_lock);
+}
+
+void cq__task_fork_child(void)
+{
+    cq__task_fork_parent();
 }
 
 void cq__task_cache_flush(void)

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "inject_internal.h"
-#include "rcu_internal.h"
 #include "task_internal.h"
 #include "thread_internal.h"
 
@@ -24,7 +23,6 @@ static void on_thread_exit(void *arg)
     (void)arg;
     cq__inject_thread_exit();
     cq__task_cache_flush();
-    cq__rcu_unregister();
 }
 
 static void make_exit_key(void)

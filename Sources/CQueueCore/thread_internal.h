@@ -34,7 +34,6 @@ struct cq__tls {
     uint32_t help_depth;        /* nesting of tasks run while waiting (cq__pool_help) */
     struct cq__inject_chunk *inject[4]; /* this thread's chunk of each inject queue */
     uint8_t main_thread;        /* 0 unknown, 1 main thread, 2 other */
-    uint8_t rcu_registered;
     uint8_t exit_hook;          /* thread-exit destructor installed */
 };
 

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "diag_internal.h"
+#include "fork_internal.h"
 #include "queue_internal.h"
 #include "reactor_internal.h"
 #include "source_internal.h"
@@ -67,6 +68,30 @@ static uint64_t next_seq;
 /* cq_after_f entries and schedule changes, from any thread. */
 static pthread_mutex_t spec_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cq__timer *_Atomic new_afters;
+
+void cq__timer_fork_prepare(void)
+{
+    pthread_mutex_lock(&spec_lock);
+}
+
+void cq__timer_fork_parent(void)
+{
+    pthread_mutex_unlock(&spec_lock);
+}
+
+/* The parent's timers (its sources' and its pending cq_after_f calls) do not fire in the child:
+ * they belong to the parent's reactor. */
+void cq__timer_fork_child(void)
+{
+    pthread_mutex_unlock(&spec_lock);
+    for (int c = 0; c < 2; c++) {
+        for (int by = 0; by < 2; by++) {
+            free(heaps[c][by].items);
+            heaps[c][by] = (struct heap){0};
+        }
+    }
+    cq__store(&new_afters, NULL, relaxed);
+}
 
 static int64_t clock_now(int clock)
 {
@@ -186,7 +211,7 @@ static struct cq__timer *timer_new(void)
 
 void cq_source_set_timer(cq_source_t s, cq_time_t start, uint64_t interval, uint64_t leeway)
 {
-    cq__object_check(s, CQ__KIND_SOURCE, "cq_source_set_timer");
+    cq__source_check(s, "cq_source_set_timer");
     if (s->type->kind != CQ_SOURCE_KIND_TIMER) {
         cq__crash("cq_source_set_timer: source %p is a %s source, not a timer", (void *)s,
                   s->type->name);
