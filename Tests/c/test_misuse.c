@@ -7,6 +7,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <pthread.h>
 #include <sys/resource.h>
 
 #include "cq_test.h"
@@ -750,6 +751,25 @@ static void exhaust_memory(void)
     }
 }
 
+static void no_fork_handler(void)
+{
+}
+
+/* pthread_atfork fails only when it cannot allocate: fill glibc's handler table with memory
+ * exhausted, then start the pool. The report comes first; the pool start then runs out of
+ * memory itself. */
+static void oom_atfork(void *arg)
+{
+    (void)arg;
+    exhaust_memory();
+    int registered = 0;
+    while (pthread_atfork(NULL, NULL, no_fork_handler) == 0) {
+        REQUIRE(++registered < 1000000);
+    }
+    struct cq_runtime_info info;
+    cq_runtime_get_info(&info); /* installs the runtime's fork handlers, then starts the pool */
+}
+
 static void oom_create(void *arg)
 {
     (void)arg;
@@ -878,6 +898,8 @@ static void test_out_of_memory(void)
                  "CQueueCore: out of memory setting a source handler\n");
     EXPECT_ABORT("oom-after", oom_after, "CQueueCore: out of memory creating a timer\n");
     EXPECT_ABORT("oom-apply", oom_apply, "CQueueCore: cq_apply_f: out of memory\n");
+    EXPECT_ABORT("oom-atfork", oom_atfork,
+                 "CQueueCore: pthread_atfork failed: a forked child cannot use the runtime\n");
 #endif
 }
 
