@@ -34,6 +34,9 @@
 #define QUIET_TICKS 20u
 
 static _Atomic uint32_t active; /* futex: 0 asleep, 1 kicked / running */
+static _Atomic bool missing;    /* its thread could not be started: kicks try again */
+
+static void start_thread(void);
 
 void cq__monitor_kick(void)
 {
@@ -41,12 +44,16 @@ void cq__monitor_kick(void)
     if (cq__load(&active, relaxed) == 0 && cq__cas(&active, &zero, 1, relaxed)) {
         cq__futex_wake(&active, 1);
     }
+    if (cq__unlikely(cq__load(&missing, relaxed)) && cq__xchg(&missing, false, relaxed)) {
+        start_thread();
+    }
 }
 
 /* In a forked child the monitor thread does not exist: the next pool start makes a new one. */
 void cq__monitor_fork_child(void)
 {
     cq__store(&active, 0, relaxed);
+    cq__store(&missing, false, relaxed);
 }
 
 /* Whether thread `tid` of this process is asleep (state S or D), from /proc. A thread that is
@@ -128,12 +135,18 @@ static void *monitor_main(void *arg)
     return NULL;
 }
 
-void cq__monitor_start(void)
+static void start_thread(void)
 {
     pthread_t thread;
     if (cq__thread_start(&thread, monitor_main, NULL) != 0) {
         static atomic_bool reported;
-        cq__report_once(&reported, "cannot start the monitor thread: stuck workers will not be "
-                                   "compensated");
+        cq__report_once(&reported, "cannot start the monitor thread: stuck workers are not "
+                                   "compensated until it can start");
+        cq__store(&missing, true, relaxed); /* the next kick tries again */
     }
+}
+
+void cq__monitor_start(void)
+{
+    start_thread();
 }

@@ -219,6 +219,11 @@ static void reactor_start(void)
         reactor_cleanup();
         return;
     }
+    /* Wakes that came while no reactor ran (cq_after_f waits for one) set the flag and wrote
+     * to no eventfd: clear it, or no later wake would write. acq_rel: what those wakers
+     * published before their exchange is visible here, and so to the new thread, which runs its
+     * commands and timers first thing. */
+    cq__xchg(&R.wake_flag, 0, acq_rel);
     pthread_t thread;
     int err = cq__thread_start(&thread, reactor_main, NULL);
     if (err) {
@@ -384,7 +389,11 @@ static void fdreg_update(struct fdreg *r)
         }
     } else if (want != r->events) {
         struct epoll_event ev = {.events = want, .data.u64 = slot_data(r->slot)};
-        epoll_ctl(R.epfd, EPOLL_CTL_MOD, r->fd, &ev);
+        if (epoll_ctl(R.epfd, EPOLL_CTL_MOD, r->fd, &ev) < 0 && errno == ENOENT) {
+            /* The descriptor was closed under its sources (epoll dropped it) and the number
+             * now names another file: register that one. */
+            epoll_ctl(R.epfd, EPOLL_CTL_ADD, r->fd, &ev);
+        }
     }
     r->events = want;
 }
@@ -507,6 +516,7 @@ static void do_register(struct cq_source_s *s)
     case CQ_SOURCE_KIND_WRITE: {
         struct fdreg *r = fdreg_get((int)s->handle);
         list_add(s->type->kind == CQ_SOURCE_KIND_READ ? &r->readers : &r->writers, s);
+        r->events = 0; /* re-state the registration: it may be stale (see fdreg_update) */
         fdreg_update(r);
         break;
     }
