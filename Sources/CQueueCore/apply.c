@@ -131,8 +131,12 @@ void cq_apply_f(size_t iterations, cq_queue_t q, void *ctx, cq_apply_function_t 
     if (iterations == 0) {
         return;
     }
+    if (cq__unlikely(iterations > PTRDIFF_MAX)) {
+        cq__crash("cq_apply_f: %zu iterations is too many (a negative count converted to "
+                  "size_t?)", iterations);
+    }
     struct apply_start st = {iterations, fn, ctx, q, NULL};
-    cq_sync_f(q, &st, apply_on_queue);
+    cq__sync_named(q, &st, apply_on_queue, "cq_apply_f");
     if (st.shared) {
         /* Only chunks in progress on helpers are waited for; helpers that never started
          * find nothing left and drop their reference. */

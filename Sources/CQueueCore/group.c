@@ -175,6 +175,10 @@ intptr_t cq_group_wait(cq_group_t g, cq_time_t timeout)
     if (CQ__GS_COUNT(s) == 0) {
         return 0;
     }
+    if (cq__unlikely(cq__tls.group == g) && timeout == CQ_TIME_FOREVER) {
+        cq__crash("cq_group_wait: deadlock: called from a task of %s, which cannot empty while "
+                  "its own task waits for it", CQ_DESCRIBE(g));
+    }
     uint32_t gen = CQ__GS_GEN(s);
     /* Fork-join: our own children are usually still in our run queue. Run them here. */
     while (cq__pool_help(is_task_of, g)) {

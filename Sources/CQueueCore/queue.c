@@ -498,9 +498,14 @@ void cq__item_invoke(struct cq__item *it)
         void *ctx = t->context;
         struct cq_group_s *g = t->group;
         cq__task_free(t); /* before the call: the function's own submissions reuse it */
-        fn(ctx);
         if (g) {
+            struct cq_group_s *outer = cq__tls.group; /* a task run by a waiting task */
+            cq__tls.group = g;
+            fn(ctx);
+            cq__tls.group = outer;
             cq__group_task_done(g);
+        } else {
+            fn(ctx);
         }
         break;
     }

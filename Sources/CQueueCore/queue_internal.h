@@ -155,6 +155,9 @@ CQ_INLINE bool cq__queue_try_unlock(struct cq_queue_s *q)
 /* Drains q (called for a CQ__ITEM_QUEUE item by whoever popped it). */
 CQ_INTERNAL void cq__queue_drain(struct cq_queue_s *q);
 
+/* cq_sync_f, with `call` naming the public call in misuse messages (cq_apply_f). */
+CQ_INTERNAL void cq__sync_named(cq_queue_t q, void *ctx, cq_function_t fn, const char *call);
+
 /* queue_main.c: the main thread's run loop. wakeup marks the main queue runnable;
  * drain_pending drains it if it was (main thread only); wait sleeps until the next wakeup. */
 CQ_INTERNAL void cq__main_wakeup(void);

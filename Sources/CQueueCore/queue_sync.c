@@ -152,6 +152,11 @@ static void sync_impl(cq_queue_t q, void *ctx, cq_function_t fn, bool barrier, c
     sync_level(q, barrier, ctx, fn, q, call, NULL, NULL);
 }
 
+void cq__sync_named(cq_queue_t q, void *ctx, cq_function_t fn, const char *call)
+{
+    sync_impl(q, ctx, fn, false, call);
+}
+
 void cq_sync_f(cq_queue_t q, void *ctx, cq_function_t fn)
 {
     /* The common case in full: an idle serial queue on a global queue, from a thread that runs

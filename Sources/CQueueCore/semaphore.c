@@ -98,12 +98,16 @@ intptr_t cq_semaphore_signal(cq_semaphore_t sema)
 {
     struct cq_semaphore_s *s = sema_check(sema, "cq_semaphore_signal");
     /* release: pairs with the waiter's acquire decrement or token CAS */
-    if (cq__likely(cq__add(&s->value, 1, release) >= 0)) {
+    intptr_t old = cq__add(&s->value, 1, release);
+    if (cq__likely(old >= 0)) {
+        if (cq__unlikely(old == INTPTR_MAX)) {
+            cq__crash("cq_semaphore_signal: the count of %s overflowed", CQ_DESCRIBE(s));
+        }
         return 0;
     }
     /* A waiter counted on us: grant it a token. release: pairs with take_token's acquire. */
-    uint32_t old = cq__add(&s->wake, WAKE_TOKEN, release);
-    if (old >= WAKE_SLEEPER) {
+    uint32_t w = cq__add(&s->wake, WAKE_TOKEN, release);
+    if (w >= WAKE_SLEEPER) {
         cq__futex_wake(&s->wake, 1); /* no access to *s: it may be gone already */
     }
     return 1;

@@ -12,6 +12,7 @@
 struct cq__thread;
 struct cq__proc;
 struct cq__inject_chunk;
+struct cq_group_s;
 
 /*
  * A frame says "this thread is running on `queue`": a task of it, its drain, or a sync onto
@@ -33,6 +34,7 @@ struct cq__tls {
     uint32_t cache_count;
     uint32_t help_depth;        /* nesting of tasks run while waiting (cq__pool_help) */
     struct cq__inject_chunk *inject[4]; /* this thread's chunk of each inject queue */
+    struct cq_group_s *group;   /* the group of the task running (cq_group_async_f), or NULL */
     uint8_t main_thread;        /* 0 unknown, 1 main thread, 2 other */
     uint8_t exit_hook;          /* thread-exit destructor installed */
 };

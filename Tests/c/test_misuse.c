@@ -462,6 +462,41 @@ static void apply_current(void *arg)
     cq_sync_f(apply_q, NULL, apply_onto_self);
 }
 
+static void once_null(void *arg)
+{
+    (void)arg;
+    cq_once_f(NULL, NULL, noop);
+}
+
+static void apply_negative(void *arg)
+{
+    (void)arg;
+    cq_apply_f((size_t)-1, cq_get_global_queue(0, 0), NULL, apply_noop);
+}
+
+static void semaphore_overflow(void *arg)
+{
+    (void)arg;
+    cq_semaphore_t s = cq_semaphore_create(INTPTR_MAX);
+    cq_semaphore_signal(s);
+}
+
+static cq_group_t own_group;
+
+static void wait_own_group(void *ctx)
+{
+    (void)ctx;
+    cq_group_wait(own_group, CQ_TIME_FOREVER);
+}
+
+static void group_wait_own_task(void *arg)
+{
+    (void)arg;
+    own_group = cq_group_create();
+    cq_group_async_f(own_group, cq_get_global_queue(0, 0), NULL, wait_own_group);
+    cq_group_wait(own_group, CQ_TIME_FOREVER); /* never returns: the task aborts */
+}
+
 static cq_once_t recursive_pred;
 
 static void recurse(void *ctx)
@@ -1008,8 +1043,17 @@ static void test_deadlocks(void)
                  "CQueueCore: cq_sync_f: deadlock: queue \"cq.main-thread\" (0x",
                  ") is already being run by the calling thread (sync onto the current queue)");
     EXPECT_ABORT("apply-current", apply_current,
-                 "CQueueCore: cq_sync_f: deadlock: queue \"apply-self\" (0x",
+                 "CQueueCore: cq_apply_f: deadlock: queue \"apply-self\" (0x",
                  ") is already being run by the calling thread (sync onto the current queue)");
+    EXPECT_ABORT("group-wait-own-task", group_wait_own_task,
+                 "CQueueCore: cq_group_wait: deadlock: called from a task of group 0x",
+                 ", which cannot empty while its own task waits for it");
+    EXPECT_ABORT("once-null", once_null, "CQueueCore: cq_once_f: NULL predicate");
+    EXPECT_ABORT("apply-negative", apply_negative,
+                 "CQueueCore: cq_apply_f: 18446744073709551615 iterations is too many (a "
+                 "negative count converted to size_t?)");
+    EXPECT_ABORT("semaphore-overflow", semaphore_overflow,
+                 "CQueueCore: cq_semaphore_signal: the count of semaphore 0x", " overflowed");
     EXPECT_ABORT("once-recursive", once_recursive,
                  "CQueueCore: cq_once_f: recursive call on predicate 0x",
                  " from inside its own function");
@@ -1089,7 +1133,9 @@ static void test_reports(void)
              "CQueueCore: cannot start the reactor thread (%s)\n", strerror(EAGAIN));
     const struct expected_line refused[] = {
         {pool_line, 1},
-        {"CQueueCore: cannot start the monitor thread: stuck workers will not be compensated\n", 1},
+        {"CQueueCore: cannot start the monitor thread: stuck workers are not compensated until "
+         "it can start\n",
+         1},
         {reactor_line, 1},
         {NULL, 0}};
     expect_report("threads-refused", threads_refused, NULL, refused);

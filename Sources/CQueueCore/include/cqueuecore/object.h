@@ -29,7 +29,9 @@ CQ_EXPORT void cq_release(void *object);
 /*
  * cq_set_context / cq_get_context
  *   An application pointer stored in the object, passed to the finalizer. Not synchronised:
- *   set it before the object is shared, or synchronise the accesses yourself.
+ *   set it before the object is shared, or synchronise the accesses yourself. Global queues
+ *   and the main queue are shared by the whole process and take none: setting it does nothing
+ *   and getting it returns NULL (as in libdispatch).
  */
 CQ_EXPORT void cq_set_context(void *object, void *context);
 CQ_EXPORT void *cq_get_context(void *object);
@@ -39,6 +41,7 @@ CQ_EXPORT void *cq_get_context(void *object);
  *   `finalizer(context)` runs once, after the last reference is gone and all the object's
  *   queued work has run. For a queue it runs asynchronously on that queue's target queue; for
  *   other objects on the default global queue. NULL removes it. Set before the last release.
+ *   Global queues and the main queue are never finalized: setting one does nothing.
  */
 CQ_EXPORT void cq_set_finalizer_f(void *object, cq_function_t finalizer);
 

@@ -84,7 +84,8 @@ CQ_EXPORT cq_source_type_t cq_source_type(cq_source_kind_t kind);
 /*
  * cq_source_create
  *   A new, suspended source with one reference: resume it to start. `queue` NULL means the
- *   default global queue. Returns NULL with errno set on bad input, never aborts:
+ *   default global queue. Returns NULL with errno set on bad input (a `queue` that is not a
+ *   queue is misuse, and aborts like every call given a wrong object):
  *     EINVAL  unknown type, a mask bit the type does not know, a non-zero handle or mask where
  *             the type takes none, a signal number out of range or not catchable (SIGKILL,
  *             SIGSTOP)
