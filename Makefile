@@ -4,6 +4,8 @@
 #   make test      install what is missing, build, run the C tests (ctest) and `swift test`
 #   make bench     build optimised and run the benchmarks against libdispatch
 #   make sanitize  the C tests under ASan+UBSan and under TSan, and `swift test --sanitize=thread`
+#   make soak      minutes of mixed load (SOAK_SECONDS, default 300): counts checked, tasks/s and
+#                  RSS printed every 10 s; fails on a wrong count or RSS growth over 10 %
 #   make clean     remove the build folders
 #
 # Installing packages needs root (as in CI); as another user, install them first:
@@ -16,7 +18,7 @@ RUN_DIR ?= /usr/include
 APT_PACKAGES := liburcu-dev cmake ninja-build pkg-config gcc libblocksruntime-dev
 SWIFT_SCRATCH ?= .build
 
-.PHONY: all deps build run test test-c test-swift bench sanitize sanitize-c sanitize-swift clean
+.PHONY: all deps build run test test-c test-swift bench sanitize sanitize-c sanitize-swift soak clean
 
 all: build
 
@@ -66,6 +68,12 @@ sanitize-c: deps
 	ninja -C build-tsan
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 	  ctest --test-dir build-tsan --output-on-failure -j $(JOBS)
+
+SOAK_SECONDS ?= 300
+soak: deps
+	cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DCQ_BUILD_TESTS=OFF
+	ninja -C build-bench cq-soak
+	./build-bench/cq-soak $(SOAK_SECONDS)
 
 sanitize-swift: deps
 	swift test --scratch-path .build-tsan --sanitize=thread
