@@ -214,6 +214,9 @@ struct task_rec {
     cq_queue_t child_queue;
     /* a group the task leaves when done (the main thread entered it for the task) */
     struct grec *leave;
+    /* a task of the same producer, submitted earlier to the same queue, that must have
+     * finished when this one starts (FIFO per submitter, barriers) */
+    struct task_rec *must_follow;
     /* a notify: the group and how many of its members came before the registration */
     struct grec *notify_of;
     int notify_members;
@@ -686,17 +689,36 @@ static void behave(struct task_rec *t)
         break;
     }
     case B_NESTED_SYNC: {
+        /* Rounds of "async, then sync" by this task onto one inner queue. Many tasks do this at
+         * once, so each round checks FIFO per submitter with several producers: the sync must
+         * not overtake this task's own earlier async, wherever other producers' pushes are. */
         struct qrec *iq = (t->arg & 1) ? in->inner_concurrent : in->inner_serial;
-        struct task_rec *c = task_new(in, iq, B_PLAIN, t->depth + 1);
-        if (c == NULL) {
-            break;
-        }
-        c->barrier = t->arg & 2;
-        atomic_fetch_add(&in->expected_work, 1);
-        (c->barrier ? cq_barrier_sync_f : cq_sync_f)(iq->q, c, run_task);
-        if (!atomic_load(&c->done)) {
-            fail("task %d: nested cq_sync_f returned before its function %d completed", t->id,
-                 c->id);
+        int rounds = 1 + ((t->arg >> 4) & 3);
+        for (int r = 0; r < rounds; r++) {
+            struct task_rec *pre = NULL;
+            if (t->arg & 4) {
+                pre = task_new(in, iq, B_PLAIN, t->depth + 1);
+                if (pre == NULL) {
+                    break;
+                }
+                pre->barrier = t->arg & 8;
+                atomic_fetch_add(&in->expected_work, 1);
+                (pre->barrier ? cq_barrier_async_f : cq_async_f)(iq->q, pre, run_task);
+            }
+            struct task_rec *c = task_new(in, iq, B_PLAIN, t->depth + 1);
+            if (c == NULL) {
+                break;
+            }
+            c->barrier = t->arg & 2;
+            if (pre && (iq->serial || pre->barrier || c->barrier)) {
+                c->must_follow = pre;
+            }
+            atomic_fetch_add(&in->expected_work, 1);
+            (c->barrier ? cq_barrier_sync_f : cq_sync_f)(iq->q, c, run_task);
+            if (!atomic_load(&c->done)) {
+                fail("task %d: nested cq_sync_f returned before its function %d completed",
+                     t->id, c->id);
+            }
         }
         break;
     }
@@ -764,6 +786,12 @@ static void run_task(void *ctx)
         if (t->seq) {
             check_order_start(q, t->seq, t->prev_barrier, t->barrier, "task", t->id);
         }
+    }
+    if (t->must_follow && !atomic_load(&t->must_follow->done)) {
+        fail("%s task %d on queue %d \"%s\" started before task %d, which the same thread "
+             "submitted to it earlier%s (FIFO per submitter)",
+             t->barrier ? "barrier" : "sync", t->id, q ? q->o.id : -1, q ? q->label : "",
+             t->must_follow->id, t->must_follow->barrier ? " as a barrier" : "");
     }
     if (t->notify_of) {
         for (int i = 0; i < t->notify_members; i++) {
@@ -1226,7 +1254,8 @@ static struct qrec *queue_new(struct input *in, bool serial, const char *label, 
     q->serial = serial;
     q->rank = rank;
     snprintf(q->label, sizeof q->label, "%s", label_null ? "" : label);
-    q->q = cq_queue_create(label_null ? NULL : label, serial ? CQ_QUEUE_SERIAL : CQ_QUEUE_CONCURRENT);
+    q->q = cq_queue_create(label_null ? NULL : label,
+                           serial ? CQ_QUEUE_SERIAL : CQ_QUEUE_CONCURRENT);
     HARNESS_ASSERT(q->q != NULL);
     obj_init(in, &q->o, R_QUEUE, n, q->q);
     if (in->keepalive) {
@@ -2138,7 +2167,8 @@ static void wait_data_totals(struct input *in)
                 break;
             }
             if (clock_ns(CLOCK_MONOTONIC) > deadline) {
-                fail("%s source %d: delivered %lu (or %#lx) of %lu (or %#lx) merged, never the rest",
+                fail("%s source %d: delivered %lu (or %#lx) of %lu (or %#lx) merged, never the "
+                     "rest",
                      src_type_names[sr->type], sr->o.id, atomic_load(&sr->delivered_sum),
                      atomic_load(&sr->delivered_or), atomic_load(&sr->merged_sum),
                      atomic_load(&sr->merged_or));
@@ -2258,12 +2288,15 @@ static void check_records(struct input *in)
             fail("once predicate %d: function ran %d times", i, atomic_load(&o->runs));
         }
     }
-    /* Nothing more arrived than expected. */
+    /* Nothing more arrived than expected. Every record ran exactly once (checked above), so
+     * a surplus means the semaphore itself counted a signal twice or invented one. */
     if (cq_semaphore_wait(work_sem, CQ_TIME_NOW) == 0) {
-        fail("more task completions than tasks submitted");
+        fail("the completion semaphore holds more signals than tasks completed: "
+             "cq_semaphore_signal/wait miscounted");
     }
     if (cq_semaphore_wait(teardown_sem, CQ_TIME_NOW) == 0) {
-        fail("more finalizers / destructors / cancel handlers than objects");
+        fail("the teardown semaphore holds more signals than finalizers, destructors and "
+             "cancel handlers ran: cq_semaphore_signal/wait miscounted");
     }
 }
 
@@ -2696,6 +2729,12 @@ static const struct seed seeds[] = {
     SEED("source-data-or-replace", 2, OP_SOURCE_CREATE, 0, 0x26, 7, OP_SOURCE_CREATE, 1, 0x3b,
          11, OP_SOURCE_RESUME, 0, OP_SOURCE_RESUME, 1, OP_SOURCE_MERGE, 0, 6, OP_SOURCE_MERGE, 1,
          9, OP_SOURCE_MERGE, 0, 1, OP_SOURCE_MERGE, 1, 4, OP_SOURCE_RELEASE, 1),
+    /* many tasks at once doing "async, then sync" onto the inner queues: FIFO per producer */
+    SEED("fifo-producers", 1, OP_ASYNC, 6, B_NESTED_SYNC, 0x34, OP_ASYNC, 7, B_NESTED_SYNC, 0x3d,
+         OP_ASYNC, 8, B_NESTED_SYNC, 0x3e, OP_ASYNC, 9, B_NESTED_SYNC, 0x3f, OP_ASYNC, 7,
+         B_NESTED_SYNC, 0x34, OP_ASYNC, 6, B_NESTED_SYNC, 0x3d, OP_ASYNC, 7, B_NESTED_SYNC, 0x36,
+         OP_ASYNC, 10, B_PLAIN, OP_SYNC, 10, B_PLAIN, OP_ASYNC, 11, B_PLAIN, OP_BARRIER_SYNC, 11,
+         B_PLAIN),
     SEED("refs", 1, OP_QUEUE_CREATE, 0, 4, 0, OP_GROUP_CREATE, 0, OP_SEMA_CREATE, 0, 2,
          OP_RETAIN, 0, OP_RETAIN, 1, OP_RETAIN, 2, OP_QUEUE_RELEASE, 0, OP_UNRETAIN, 0,
          OP_GROUP_RELEASE, 0, OP_UNRETAIN, 0, OP_UNRETAIN, 0),
