@@ -69,4 +69,59 @@ CQ_INLINE void cq__cpu_relax(void)
 #endif
 }
 
+#ifdef CQ_MODEL_CHECK
+/*
+ * Model-checking builds only (Tests/model/ compiles runq.c again with this defined; the library
+ * never is): every atomic operation is first a scheduling point. The harness defines
+ * cq__model_yield; it runs simulated threads as coroutines on one OS thread and decides at each
+ * point which of them performs its next operation, so it can enumerate the interleavings of the
+ * real code. The address and kind tell it which operations commute (partial-order reduction);
+ * the function and line make a counterexample schedule readable. `p` is evaluated twice: call
+ * sites pass plain addresses.
+ */
+enum cq__model_op { CQ__MODEL_LOAD, CQ__MODEL_STORE, CQ__MODEL_RMW, CQ__MODEL_FENCE };
+void cq__model_yield(const volatile void *addr, enum cq__model_op op, const char *func, int line);
+#define CQ__MODEL_POINT(p, op)                                                                  \
+    cq__model_yield((const volatile void *)(p), (op), __func__, __LINE__)
+
+#undef cq__load
+#undef cq__store
+#undef cq__xchg
+#undef cq__add
+#undef cq__sub
+#undef cq__or
+#undef cq__and
+#undef cq__cas
+#undef cq__cas_weak
+#undef cq__fence
+#define cq__load(p, mo)                                                                         \
+    (CQ__MODEL_POINT((p), CQ__MODEL_LOAD), atomic_load_explicit((p), memory_order_##mo))
+#define cq__store(p, v, mo)                                                                     \
+    (CQ__MODEL_POINT((p), CQ__MODEL_STORE), atomic_store_explicit((p), (v), memory_order_##mo))
+#define cq__xchg(p, v, mo)                                                                      \
+    (CQ__MODEL_POINT((p), CQ__MODEL_RMW), atomic_exchange_explicit((p), (v), memory_order_##mo))
+#define cq__add(p, v, mo)                                                                       \
+    (CQ__MODEL_POINT((p), CQ__MODEL_RMW), atomic_fetch_add_explicit((p), (v), memory_order_##mo))
+#define cq__sub(p, v, mo)                                                                       \
+    (CQ__MODEL_POINT((p), CQ__MODEL_RMW), atomic_fetch_sub_explicit((p), (v), memory_order_##mo))
+#define cq__or(p, v, mo)                                                                        \
+    (CQ__MODEL_POINT((p), CQ__MODEL_RMW), atomic_fetch_or_explicit((p), (v), memory_order_##mo))
+#define cq__and(p, v, mo)                                                                       \
+    (CQ__MODEL_POINT((p), CQ__MODEL_RMW), atomic_fetch_and_explicit((p), (v), memory_order_##mo))
+/* A CAS counts as a write even when it fails: conservative for the reduction, hence sound.
+ * Spurious failures of a weak CAS are not explored (only interleavings are). */
+#define cq__cas(p, expected, desired, mo)                                                       \
+    (CQ__MODEL_POINT((p), CQ__MODEL_RMW),                                                       \
+     atomic_compare_exchange_strong_explicit((p), (expected), (desired), memory_order_##mo,    \
+                                             memory_order_relaxed))
+#define cq__cas_weak(p, expected, desired, mo)                                                  \
+    (CQ__MODEL_POINT((p), CQ__MODEL_RMW),                                                       \
+     atomic_compare_exchange_weak_explicit((p), (expected), (desired), memory_order_##mo,      \
+                                           memory_order_relaxed))
+/* Under the sequentially consistent interleavings explored, a fence orders nothing further; it
+ * stays a scheduling point so schedules read like the code. */
+#define cq__fence(mo)                                                                           \
+    (CQ__MODEL_POINT(NULL, CQ__MODEL_FENCE), atomic_thread_fence(memory_order_##mo))
+#endif /* CQ_MODEL_CHECK */
+
 #endif /* CQ_ATOMIC_INTERNAL_H */
