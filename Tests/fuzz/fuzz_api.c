@@ -2594,6 +2594,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 #include <dirent.h>
 #include <sys/stat.h>
 
+static long g_repeat = 1; /* -repeat: each file this many times (the findings are races) */
+
 static int replay_file(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -2607,7 +2609,9 @@ static int replay_file(const char *path)
     if (g_trace) {
         fprintf(stderr, "cq-fuzz: %s\n", path);
     }
-    LLVMFuzzerTestOneInput(buf, n);
+    for (long i = 0; i < g_repeat; i++) {
+        LLVMFuzzerTestOneInput(buf, n);
+    }
     return 0;
 }
 
@@ -2637,8 +2641,9 @@ static int replay_path(const char *path, int *count)
     size_t n = 0, cap = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.') {
-            continue;
+        size_t len = strlen(e->d_name);
+        if (e->d_name[0] == '.' || (len > 3 && strcmp(e->d_name + len - 3, ".md") == 0)) {
+            continue; /* notes, not inputs */
         }
         char full[4096];
         snprintf(full, sizeof full, "%s/%s", path, e->d_name);
@@ -2814,10 +2819,12 @@ static int write_dict(const char *path)
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: fuzz_api_replay [-random N] [-seed S] [-max-seconds T] [FILE|DIR]...\n"
+            "usage: fuzz_api_replay [-repeat R] [-random N] [-seed S] [-max-seconds T] "
+            "[FILE|DIR]...\n"
             "       fuzz_api_replay -write-seeds DIR | -write-dict FILE\n"
-            "Replays each file (a directory: its regular files), then N pseudo-random inputs\n"
-            "from seed S (stopping after T seconds). CQ_FUZZ_TRACE=1 prints each operation.\n");
+            "Replays each file R times (a directory: its regular files but *.md), then N\n"
+            "pseudo-random inputs from seed S (stopping after T seconds).\n"
+            "CQ_FUZZ_TRACE=1 prints each decoded operation.\n");
 }
 
 int main(int argc, char **argv)
@@ -2832,6 +2839,8 @@ int main(int argc, char **argv)
             random_runs = strtol(argv[++i], NULL, 0);
         } else if (strcmp(argv[i], "-seed") == 0 && i + 1 < argc) {
             seed = strtoull(argv[++i], NULL, 0);
+        } else if (strcmp(argv[i], "-repeat") == 0 && i + 1 < argc) {
+            g_repeat = strtol(argv[++i], NULL, 0);
         } else if (strcmp(argv[i], "-max-seconds") == 0 && i + 1 < argc) {
             max_seconds = strtod(argv[++i], NULL);
         } else if (strcmp(argv[i], "-write-seeds") == 0 && i + 1 < argc) {
@@ -2869,8 +2878,8 @@ int main(int argc, char **argv)
         LLVMFuzzerTestOneInput(buf, len);
     }
     double secs = (double)(clock_ns(CLOCK_MONOTONIC) - start) / 1e9;
-    fprintf(stderr, "cq-fuzz: %d files and %ld random inputs (seed %llu) in %.2f s: %s\n",
-            replayed, done, (unsigned long long)seed, secs, rc ? "errors" : "all invariants held");
+    fprintf(stderr, "cq-fuzz: %d files (x%ld) and %ld random inputs (seed %llu) in %.2f s: %s\n",
+            replayed, g_repeat, done, (unsigned long long)seed, secs, rc ? "errors" : "all invariants held");
     return rc;
 }
 #endif
