@@ -100,6 +100,18 @@ static void fail(const char *fmt, ...)
 
 static bool g_trace; /* CQ_FUZZ_TRACE=1: print each decoded operation */
 
+/*
+ * Runtime bugs found and not fixed yet make the fuzzer rediscover them within a minute. While
+ * they are open, the decoder steers around their trigger so fuzzing finds other bugs;
+ * CQ_FUZZ_KNOWN_BUGS=1 drives into them again (to check a fix). Each one names its reproducer
+ * in regressions/open/; remove its workaround when the fix lands.
+ *   timer-cancel-before-first-resume: cq_source_set_timer on a timer source that was never
+ *   resumed, then its first resume and a cancel soon after, can leave its timer in the
+ *   reactor's heap when the source is freed (use-after-free). Workaround: a schedule set
+ *   before the first resume is applied right after that resume instead.
+ */
+static bool g_known_bugs;
+
 static void trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static void trace(const char *fmt, ...)
@@ -262,10 +274,17 @@ struct src_rec {
     atomic_llong min_start;     /* timer: earliest start of any schedule (monotonic ns) */
     atomic_bool wall_start;     /* a wall-clock schedule was set: no early-fire check */
     atomic_int rearm;           /* timer: re-arm from the handler this many times */
+    struct {                    /* main: a schedule held back until the first resume */
+        bool set;
+        cq_time_t start;
+        uint64_t interval, leeway;
+    } deferred;
 };
+
 
 enum { SRC_TIMER, SRC_ADD, SRC_OR, SRC_REPLACE, SRC_TYPES };
 static const char *const src_type_names[] = {"timer", "data-add", "data-or", "data-replace"};
+
 
 struct vrec { /* a queue-specific value */
     int id, key;
@@ -1791,6 +1810,21 @@ static void op_after(struct input *in, struct reader *rd)
 
 /* ---- sources ---- */
 
+/* One cq_resume. The first one starts the source even if suspends made before it keep it
+ * suspended (as libdispatch's activation does). */
+static void source_resume_once(struct src_rec *sr)
+{
+    HARNESS_ASSERT(sr->susp > 0);
+    sr->susp--;
+    sr->activated = true;
+    cq_resume(sr->s);
+    if (sr->deferred.set) {
+        sr->deferred.set = false;
+        cq_source_set_timer(sr->s, sr->deferred.start, sr->deferred.interval,
+                            sr->deferred.leeway);
+    }
+}
+
 static void source_finish(struct input *in, struct src_rec *sr)
 {
     if (!sr->canceled) {
@@ -1802,10 +1836,8 @@ static void source_finish(struct input *in, struct src_rec *sr)
      * straight to its cancel handler). */
     if (sr->activated || in->activate_all) {
         while (sr->susp > 0) {
-            sr->susp--;
-            cq_resume(sr->s);
+            source_resume_once(sr);
         }
-        sr->activated = true;
     }
     if (sr->activated && sr->has_cancel && atomic_load(&sr->expected_cancel) == 0) {
         atomic_store(&sr->expected_cancel, 1);
@@ -1872,12 +1904,8 @@ static void op_source_suspend(struct input *in, struct reader *rd, bool suspend)
         trace("source %d: suspend (%d)", sr->o.id, sr->susp);
         cq_suspend(sr->s);
     } else if (!suspend && sr->susp > 0) {
-        sr->susp--;
-        /* The first resume starts the source even if suspends made before it keep it
-         * suspended (as libdispatch's activation does). */
-        sr->activated = true;
-        trace("source %d: resume (%d)", sr->o.id, sr->susp);
-        cq_resume(sr->s);
+        trace("source %d: resume (%d)", sr->o.id, sr->susp - 1);
+        source_resume_once(sr);
     }
 }
 
@@ -1930,6 +1958,14 @@ static void op_source_set_timer(struct input *in, struct reader *rd)
                                     : (uint64_t)(1 + (b2 >> 2) % 16) * 250 * NSEC_PER_USEC;
     uint64_t leeway = (uint64_t)(b2 >> 6) * 100 * NSEC_PER_USEC;
     atomic_store(&sr->rearm, (b1 >> 6) % 3);
+    if (!sr->activated && !g_known_bugs) {
+        trace("  (held back until the first resume: timer-cancel-before-first-resume is open)");
+        sr->deferred.set = true;
+        sr->deferred.start = start;
+        sr->deferred.interval = interval;
+        sr->deferred.leeway = leeway;
+        return;
+    }
     trace("source %d: set_timer start %d +%lld us interval %lld us leeway %lld us", sr->o.id,
           b1 % 4, (long long)(delay / 1000),
           interval == CQ_TIME_FOREVER ? -1ll : (long long)(interval / 1000),
@@ -2332,12 +2368,13 @@ static void end_of_input(struct input *in)
     }
     for (int i = 0; i < NSRC; i++) {
         struct src_rec *sr = in->srcslot[i];
-        if (sr && (sr->activated || in->activate_all)) {
+        if (sr == NULL) {
+            continue;
+        }
+        if (sr->activated || in->activate_all) {
             while (sr->susp > 0) {
-                sr->susp--;
-                cq_resume(sr->s);
+                source_resume_once(sr);
             }
-            sr->activated = true;
         }
     }
     for (int i = 0; i < NG; i++) {
@@ -2575,6 +2612,8 @@ static void setup_once(void)
     done = true;
     const char *t = getenv("CQ_FUZZ_TRACE");
     g_trace = t && *t && *t != '0';
+    const char *k = getenv("CQ_FUZZ_KNOWN_BUGS");
+    g_known_bugs = k && *k && *k != '0';
     work_sem = cq_semaphore_create(0);
     teardown_sem = cq_semaphore_create(0);
     HARNESS_ASSERT(work_sem && teardown_sem);
@@ -2879,7 +2918,8 @@ int main(int argc, char **argv)
     }
     double secs = (double)(clock_ns(CLOCK_MONOTONIC) - start) / 1e9;
     fprintf(stderr, "cq-fuzz: %d files (x%ld) and %ld random inputs (seed %llu) in %.2f s: %s\n",
-            replayed, g_repeat, done, (unsigned long long)seed, secs, rc ? "errors" : "all invariants held");
+            replayed, g_repeat, done, (unsigned long long)seed, secs,
+            rc ? "errors" : "all invariants held");
     return rc;
 }
 #endif
