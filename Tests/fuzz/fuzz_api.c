@@ -319,6 +319,11 @@ struct apply_rec {
 
 struct input {
     bool keepalive;      /* the harness keeps every queue alive: hierarchy checks are safe */
+    /* The keep-alive references go at the end, while source handlers may still run (an event
+     * already queued when its source was canceled): they scan the queues only while `scan_open`
+     * is set, counted in `scanners`, and the end closes the scan and waits for them first. */
+    atomic_bool scan_open;
+    atomic_int scanners;
     bool activate_all;   /* at the end, also start sources the program never resumed */
 
     struct qrec qrecs[MAX_QRECS];
@@ -476,17 +481,22 @@ static int enter_queues(struct input *in, struct qrec *own, bool own_exclusive, 
     if (!in->keepalive) {
         return entered;
     }
-    int n = atomic_load_explicit(&in->nqrecs, memory_order_acquire);
-    for (int i = 0; i < n; i++) {
-        struct qrec *x = &in->qrecs[i];
-        if (x == own || held_here(x)) {
-            continue;
-        }
-        if (cq_queue_is_current(x->q)) {
-            enter_one(x, x->serial, what);
-            entered++;
+    /* seq_cst, both: a Dekker pair with the end's store to scan_open and load of scanners */
+    atomic_fetch_add(&in->scanners, 1);
+    if (atomic_load(&in->scan_open)) {
+        int n = atomic_load_explicit(&in->nqrecs, memory_order_acquire);
+        for (int i = 0; i < n; i++) {
+            struct qrec *x = &in->qrecs[i];
+            if (x == own || held_here(x)) {
+                continue;
+            }
+            if (cq_queue_is_current(x->q)) {
+                enter_one(x, x->serial, what);
+                entered++;
+            }
         }
     }
+    atomic_fetch_sub(&in->scanners, 1);
     return entered;
 }
 
@@ -2409,6 +2419,10 @@ static void end_of_input(struct input *in)
         queue_release_slot(in, i);
     }
     if (in->keepalive) {
+        atomic_store(&in->scan_open, false);
+        while (atomic_load(&in->scanners) != 0) {
+            sleep_ns(NSEC_PER_USEC);
+        }
         int n = atomic_load(&in->nqrecs);
         for (int i = 0; i < n; i++) {
             struct qrec *q = &in->qrecs[i];
@@ -2437,6 +2451,8 @@ static void run_program(const uint8_t *data, size_t size)
     struct reader rd = {data, size, 0};
     uint8_t header = next(&rd);
     in->keepalive = header & 1;
+    atomic_init(&in->scan_open, in->keepalive);
+    atomic_init(&in->scanners, 0);
     in->activate_all = header & 2;
     g_op_index = -1;
     g_op_name = "setup";
