@@ -39,7 +39,7 @@ static void prepare(void)
 {
     /* First, while no runtime lock is held: a paused callback thread may have been running a
      * callback that takes one. */
-    urcu_bp_call_rcu_before_fork();
+    cq__rcu_call_rcu_fork_prepare();
     cq__is_main_thread(); /* learn it now: in the child, every thread's tid is the pid */
     cq__pool_fork_prepare();
     cq__reactor_fork_prepare();
@@ -57,7 +57,7 @@ static void parent(void)
     cq__timer_fork_parent();
     cq__reactor_fork_parent();
     cq__pool_fork_parent();
-    urcu_bp_call_rcu_after_fork_parent();
+    cq__rcu_call_rcu_fork_parent();
 }
 
 static void child(void)
@@ -73,7 +73,7 @@ static void child(void)
     cq__reactor_fork_child();
     cq__pool_fork_child();
     cq__queue_fork_child();
-    urcu_bp_call_rcu_after_fork_child();
+    cq__rcu_call_rcu_fork_child();
     cq__tls.main_thread = 0; /* tid == pid for the child's only thread */
     if (pool_thread) {
         sigset_t none;

@@ -28,7 +28,8 @@ CQ__FORK_HOOKS(reactor)  /* reactor.c: start lock; descriptors closed, restarts 
 CQ__FORK_HOOKS(timer)    /* timer.c: schedule lock; timers of the parent dropped */
 CQ__FORK_HOOKS(specific) /* queue_specific.c: writers' lock */
 CQ__FORK_HOOKS(task)     /* task.c: arena lock, depot pop lock */
-CQ__FORK_HOOKS(rcu)      /* rcu.c: registration lock */
+CQ__FORK_HOOKS(rcu)      /* rcu.c: liburcu-bp's grace-period and registry locks */
+CQ__FORK_HOOKS(rcu_call_rcu) /* rcu.c: liburcu's call_rcu threads (restarted lazily) */
 
 /* queue.c: the main queue starts over unless the forking thread was the main thread. */
 CQ_INTERNAL void cq__queue_fork_child(void);

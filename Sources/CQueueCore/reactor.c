@@ -511,6 +511,7 @@ static void signal_unregister(struct cq_source_s *s)
 
 static void do_register(struct cq_source_s *s)
 {
+    s->registered = true;
     switch (s->type->kind) {
     case CQ_SOURCE_KIND_READ:
     case CQ_SOURCE_KIND_WRITE: {
@@ -543,6 +544,7 @@ static void do_register(struct cq_source_s *s)
 
 static void do_unregister(struct cq_source_s *s)
 {
+    s->registered = false;
     switch (s->type->kind) {
     case CQ_SOURCE_KIND_READ:
     case CQ_SOURCE_KIND_WRITE: {

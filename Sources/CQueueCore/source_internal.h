@@ -71,6 +71,7 @@ struct cq_source_s {
     struct cq__handler *_Atomic handlers[3];  /* event, cancel, registration */
     struct cq__handler *_Atomic retired;      /* replaced handler records (a stack) */
     /* reactor-side registration (owned by the reactor thread) */
+    bool registered;                          /* between do_register and do_unregister */
     int fd;                                   /* the descriptor in epoll (a pidfd for PROC) */
     uint32_t slot;                            /* its registration slot, see reactor.c */
     struct cq_source_s *next_on_key;          /* other sources on the same descriptor/signal/watch */

@@ -290,14 +290,17 @@ void cq__timer_apply(struct cq_source_s *s)
             uint64_t ns = start & ~CQ__WALL_BIT;
             t->deadline = ns > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)ns;
         }
-        if (!(cq__load(&s->state, relaxed) & CQ__SS_ACTIVATED)) {
-            return; /* scheduled at registration */
+        /* Only a source the reactor registered is scheduled (and unscheduled when it is
+         * unregistered). The state word says nothing reliable here: a source canceled and
+         * then resumed for the first time is ACTIVATED, but never registered. */
+        if (!s->registered) {
+            return; /* scheduled at registration, if it comes */
         }
         schedule(t);
         return;
     }
     /* Registered, or resumed: schedule it if it is not, counting what it missed if parked. */
-    if (t->heap_idx[BY_DEADLINE] != NOT_IN_HEAP || t->deadline == INT64_MAX ||
+    if (!s->registered || t->heap_idx[BY_DEADLINE] != NOT_IN_HEAP || t->deadline == INT64_MAX ||
         source_suspended(s)) {
         return;
     }

@@ -17,6 +17,11 @@ static void noop(void *ctx)
     (void)ctx;
 }
 
+static void leave_group(void *ctx)
+{
+    cq_group_leave(ctx);
+}
+
 /* A wait that lets time pass (the point is the time, not an event). */
 static void let_time_pass(int64_t ns)
 {
@@ -718,6 +723,31 @@ static void test_cancel_before_resume(void)
     free(p);
 }
 
+/*
+ * A timer source given a schedule, canceled and then resumed for the first time is never
+ * registered: the reactor, applying the schedule concurrently, must not put its timer on the
+ * heap (it used to, and the source was freed with its timer still there). The fuzzer found it;
+ * this loop hits the window within a few thousand rounds (under ASan: a use-after-free).
+ */
+static void test_timer_cancel_before_first_resume(void)
+{
+    cq_group_t canceled = cq_group_create();
+    for (int i = 0; i < 50000; i++) {
+        cq_source_t s = cq_source_create(CQ_SOURCE_TYPE_TIMER, 0, 0, NULL);
+        REQUIRE(s != NULL);
+        cq_set_context(s, canceled);
+        cq_source_set_event_handler_f(s, noop);
+        cq_source_set_cancel_handler_f(s, leave_group);
+        cq_source_set_timer(s, CQ_TIME_NOW, 1000000, 0);
+        cq_group_enter(canceled);
+        cq_source_cancel(s);
+        cq_resume(s);
+        cq_release(s);
+    }
+    WAIT_GROUP(canceled); /* every cancel handler ran */
+    cq_release(canceled);
+}
+
 static void test_change_target(void)
 {
     cq_queue_t a = cq_queue_create("src-a", NULL), b = cq_queue_create("src-b", NULL);
@@ -922,6 +952,7 @@ int main(void)
     RUN(test_data_or_replace);
     RUN(test_cancel_after_running_handler);
     RUN(test_cancel_before_resume);
+    RUN(test_timer_cancel_before_first_resume);
     RUN(test_change_target);
     RUN(test_release_balanced);
     RUN(test_bad_input);
