@@ -109,6 +109,11 @@ static bool g_trace; /* CQ_FUZZ_TRACE=1: print each decoded operation */
  *   resumed, then its first resume and a cancel soon after, can leave its timer in the
  *   reactor's heap when the source is freed (use-after-free). Workaround: a schedule set
  *   before the first resume is applied right after that resume instead.
+ *   data-merge-stranded: an event merged while the handler item is between its look at the
+ *   pending data and its clearing of SCHEDULED is left pending until the next event (forever
+ *   if none comes). Workaround: at the end, a data source whose total has not arrived after
+ *   100 ms gets one merge of 0 (which adds nothing but wakes the source); data that still
+ *   does not arrive is reported.
  */
 static bool g_known_bugs;
 
@@ -2196,12 +2201,13 @@ static void collect(cq_semaphore_t sem, long *received, atomic_long *expected, c
 
 static void wait_data_totals(struct input *in)
 {
-    int64_t deadline = clock_ns(CLOCK_MONOTONIC) + PATIENCE_NS;
+    int64_t start = clock_ns(CLOCK_MONOTONIC), deadline = start + PATIENCE_NS;
     for (int i = 0; i < NSRC; i++) {
         struct src_rec *sr = in->srcslot[i];
         if (sr == NULL || sr->early_cancel || !sr->activated) {
             continue;
         }
+        bool nudged = false;
         for (;;) {
             bool ok = true;
             if (sr->type == SRC_ADD) {
@@ -2212,7 +2218,15 @@ static void wait_data_totals(struct input *in)
             if (ok) {
                 break;
             }
-            if (clock_ns(CLOCK_MONOTONIC) > deadline) {
+            int64_t now = clock_ns(CLOCK_MONOTONIC);
+            if (!g_known_bugs && !nudged && now - start > 100 * 1000000ll) {
+                /* data-merge-stranded is open: wake the source once (see g_known_bugs) */
+                trace("source %d: total not delivered after 100 ms: merging 0 (known bug)",
+                      sr->o.id);
+                nudged = true;
+                cq_source_merge_data(sr->s, 0);
+            }
+            if (now > deadline) {
                 fail("%s source %d: delivered %lu (or %#lx) of %lu (or %#lx) merged, never the "
                      "rest",
                      src_type_names[sr->type], sr->o.id, atomic_load(&sr->delivered_sum),
