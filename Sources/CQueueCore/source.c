@@ -310,7 +310,9 @@ static void push_handler(struct cq_source_s *s)
 /* Schedules the handler item if it has something to do and nobody holds it. */
 static void source_wake(struct cq_source_s *s)
 {
-    uint32_t st = cq__load(&s->state, acquire);
+    /* seq_cst: a merge of pending then this load, against the handler item's release of
+     * SCHEDULED then its load of pending (cq__source_invoke): one of the two sees the other. */
+    uint32_t st = cq__load(&s->state, seq_cst);
     for (;;) {
         if (!wants_run(s, st)) {
             return;
@@ -331,15 +333,15 @@ void cq__source_event(struct cq_source_s *s, uintptr_t value, bool fired)
     case CQ_SOURCE_KIND_PROC:
     case CQ_SOURCE_KIND_VNODE:
         if (value) {
-            cq__or(&s->pending, value, release);
+            cq__or(&s->pending, value, seq_cst);
         }
         break;
     case CQ_SOURCE_KIND_DATA_REPLACE:
-        cq__store(&s->pending, value, release);
+        cq__store(&s->pending, value, seq_cst);
         break;
     default: /* counts: timers, signals, DATA_ADD */
         if (value) {
-            cq__add(&s->pending, value, release);
+            cq__add(&s->pending, value, seq_cst);
         }
         break;
     }
@@ -430,9 +432,15 @@ void cq__source_invoke(struct cq_source_s *s)
             return;
         }
         /* release: our handler's effects happen-before the next item's acquire */
-        if (cq__cas_weak(&s->state, &st, n, acq_rel)) {
+        if (cq__cas_weak(&s->state, &st, n, seq_cst)) {
             break;
         }
+    }
+    /* A merge of data does not touch the state word, so it can land after our look at pending
+     * above, see SCHEDULED still set and leave the wake to us: look again now that SCHEDULED
+     * is clear (the Dekker pair is in source_wake). */
+    if (cq__load(&s->pending, seq_cst) != 0) {
+        source_wake(s);
     }
     cq__ref_release(&s->obj); /* the handler item's reference; may free s */
 }
@@ -474,6 +482,11 @@ static void source_resume(struct cq__object *o)
     if (first && !(n & (CQ__SS_UNREGISTERED | CQ__SS_NO_REACTOR))) {
         cq__ref_retain(&s->obj); /* the reactor's reference, until it unregisters */
         cq__reactor_command(s, CQ__CMD_REGISTER);
+        /* A cancel since our CAS left the UNREGISTER to us: it must not reach the reactor
+         * before the REGISTER (the reactor would let go of a reference it never had). */
+        if (cq__or(&s->state, CQ__SS_REG_QUEUED, acq_rel) & CQ__SS_CANCELED) {
+            cq__reactor_command(s, CQ__CMD_UNREGISTER);
+        }
     } else if (!first && !(n & CQ__SS_SUSPEND_MASK) && s->type->kind == CQ_SOURCE_KIND_TIMER) {
         cq__reactor_command(s, CQ__CMD_RESUMED); /* a parked timer counts what it missed */
     }
@@ -503,11 +516,12 @@ void cq_source_cancel(cq_source_t src)
     if (st & CQ__SS_NO_REACTOR) {
         cq__or(&s->state, CQ__SS_UNREGISTERED, acq_rel);
         source_wake(s);
-    } else if (st & CQ__SS_ACTIVATED) {
+    } else if (st & CQ__SS_REG_QUEUED) {
         cq__reactor_command(s, CQ__CMD_UNREGISTER);
     }
     /* Not activated yet: the first resume sees CANCELED and goes straight to the cancel
-     * handler. */
+     * handler. Activated but REGISTER not queued yet: the first resume sends the UNREGISTER
+     * once it has (see CQ__SS_REG_QUEUED). */
 }
 
 intptr_t cq_source_testcancel(cq_source_t s)

@@ -12,6 +12,9 @@
  *   UNREGISTERED the reactor has let go of the source (after a cancel).
  *   REGISTERED_NEW registered: the registration handler is due (run by the handler item).
  *   NO_REACTOR  a data source: registration and unregistration are immediate.
+ *   REG_QUEUED  the REGISTER command is on the reactor's list. A cancel sends UNREGISTER only
+ *               after it; if the cancel comes between ACTIVATED and REG_QUEUED, the resume
+ *               sends it (whichever of the two ORs on the word comes second sees the other).
  *   SUSPEND     suspend count (bits 16-31); a source starts at 1.
  * Event data that counts (timer fires, signals, merges) accumulates in `pending` and is taken
  * by the handler item with an exchange.
@@ -37,6 +40,7 @@
 #define CQ__SS_UNREGISTERED 0x20u
 #define CQ__SS_REGISTERED_NEW 0x40u /* registered: the registration handler is due */
 #define CQ__SS_NO_REACTOR 0x80u     /* a data source: nothing to register */
+#define CQ__SS_REG_QUEUED 0x100u    /* the first resume has queued the REGISTER command */
 #define CQ__SS_SUSPEND_ONE (1u << 16)
 #define CQ__SS_SUSPEND_MASK (0xffffu << 16)
 

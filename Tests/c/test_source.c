@@ -748,6 +748,121 @@ static void test_timer_cancel_before_first_resume(void)
     cq_release(canceled);
 }
 
+/* Busy-waits about n short pauses: sweeps the moment of an action across a race window. */
+static void spin_pauses(unsigned n)
+{
+    for (volatile unsigned i = 0; i < n; i++) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+}
+
+static unsigned next_jitter(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return (unsigned)(*x % 64);
+}
+
+/*
+ * The first resume on one thread and a cancel on another at the same moment. The reactor must
+ * see REGISTER before UNREGISTER: an UNREGISTER first made it let go of a reference it had not
+ * taken yet (the source was freed under the resume: a use-after-free, or "not a CQueueCore
+ * object") and then register a canceled source. Every cancel handler runs exactly once. The
+ * window needs the resuming thread preempted right after its CAS, which this loop rarely
+ * gets; test_stress_sources under ASan found it (about one run in ten).
+ */
+static atomic_long race_cancels;
+static _Atomic(cq_source_t) race_slot;
+static atomic_bool race_done;
+
+static void race_cancel_handler(void *ctx)
+{
+    atomic_fetch_add(&race_cancels, 1);
+    cq_group_leave(ctx);
+}
+
+static void *race_canceller(void *arg)
+{
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    (void)arg;
+    while (!atomic_load(&race_done)) {
+        cq_source_t s = atomic_exchange(&race_slot, NULL);
+        if (s) {
+            spin_pauses(next_jitter(&x));
+            cq_source_cancel(s);
+            cq_release(s);
+        }
+    }
+    return NULL;
+}
+
+static void test_resume_cancel_race(void)
+{
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    cq_group_t canceled = cq_group_create();
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, race_canceller, NULL) == 0);
+    uint64_t x = 0x2545f4914f6cdd1dull;
+    enum { ROUNDS = 40000 };
+    for (int i = 0; i < ROUNDS; i++) {
+        /* a timer that never fires and a read source on a quiet pipe: both go to the reactor */
+        cq_source_t s = i % 2 ? cq_source_create(CQ_SOURCE_TYPE_TIMER, 0, 0, NULL)
+                              : cq_source_create(CQ_SOURCE_TYPE_READ, (uintptr_t)fds[0], 0, NULL);
+        REQUIRE(s != NULL);
+        if (i % 2) {
+            cq_source_set_timer(s, CQ_TIME_FOREVER, CQ_TIME_FOREVER, 0);
+        }
+        cq_set_context(s, canceled);
+        cq_source_set_event_handler_f(s, noop);
+        cq_source_set_cancel_handler_f(s, race_cancel_handler);
+        cq_group_enter(canceled);
+        cq_retain(s); /* the canceller's */
+        while (atomic_load(&race_slot) != NULL) {
+        }
+        atomic_store(&race_slot, s);
+        spin_pauses(next_jitter(&x));
+        cq_resume(s);
+        cq_release(s);
+    }
+    while (atomic_load(&race_slot) != NULL) {
+    }
+    atomic_store(&race_done, true);
+    pthread_join(th, NULL);
+    WAIT_GROUP(canceled);
+    CHECK_EQ(atomic_load(&race_cancels), ROUNDS);
+    cq_release(canceled);
+    close(fds[0]);
+    close(fds[1]);
+}
+
+/*
+ * A merge that lands while the handler item lets go (its handler returned, SCHEDULED not yet
+ * cleared) must still be delivered: it used to wait for the next event, forever if none came.
+ * The merger spins until the handler has counted the last merge, then merges again after a
+ * varying pause, which sweeps that window.
+ */
+static void test_data_merge_handoff(void)
+{
+    struct probe *p = probe_new(CQ_SOURCE_TYPE_DATA_ADD, 0, 0, NULL);
+    cq_resume(p->source);
+    uint64_t x = 0x853c49e6748fea9bull;
+    enum { ROUNDS = 40000 };
+    for (long i = 1; i <= ROUNDS; i++) {
+        cq_source_merge_data(p->source, 1);
+        uint64_t give_up = cq_test_now_ns() + (uint64_t)CQ_TEST_PATIENCE_NS;
+        while (atomic_load(&p->total) < i) {
+            REQUIRE(cq_test_now_ns() < give_up); /* the merge was stranded */
+        }
+        spin_pauses(next_jitter(&x));
+    }
+    CHECK_EQ(atomic_load(&p->total), ROUNDS);
+    probe_finish(p);
+}
+
 static void test_change_target(void)
 {
     cq_queue_t a = cq_queue_create("src-a", NULL), b = cq_queue_create("src-b", NULL);
@@ -953,6 +1068,8 @@ int main(void)
     RUN(test_cancel_after_running_handler);
     RUN(test_cancel_before_resume);
     RUN(test_timer_cancel_before_first_resume);
+    RUN(test_resume_cancel_race);
+    RUN(test_data_merge_handoff);
     RUN(test_change_target);
     RUN(test_release_balanced);
     RUN(test_bad_input);
