@@ -100,22 +100,6 @@ static void fail(const char *fmt, ...)
 
 static bool g_trace; /* CQ_FUZZ_TRACE=1: print each decoded operation */
 
-/*
- * Runtime bugs found and not fixed yet make the fuzzer rediscover them within a minute. While
- * they are open, the decoder steers around their trigger so fuzzing finds other bugs;
- * CQ_FUZZ_KNOWN_BUGS=1 drives into them again (to check a fix). Each one names its reproducer
- * in regressions/open/; remove its workaround when the fix lands.
- *   timer-cancel-before-first-resume: cq_source_set_timer on a timer source that was never
- *   resumed, then its first resume and a cancel soon after, can leave its timer in the
- *   reactor's heap when the source is freed (use-after-free). Workaround: a schedule set
- *   before the first resume is applied right after that resume instead.
- *   data-merge-stranded: an event merged while the handler item is between its look at the
- *   pending data and its clearing of SCHEDULED is left pending until the next event (forever
- *   if none comes). Workaround: at the end, a data source whose total has not arrived after
- *   100 ms gets one merge of 0 (which adds nothing but wakes the source); data that still
- *   does not arrive is reported.
- */
-static bool g_known_bugs;
 
 static void trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -279,11 +263,6 @@ struct src_rec {
     atomic_llong min_start;     /* timer: earliest start of any schedule (monotonic ns) */
     atomic_bool wall_start;     /* a wall-clock schedule was set: no early-fire check */
     atomic_int rearm;           /* timer: re-arm from the handler this many times */
-    struct {                    /* main: a schedule held back until the first resume */
-        bool set;
-        cq_time_t start;
-        uint64_t interval, leeway;
-    } deferred;
 };
 
 
@@ -1833,11 +1812,6 @@ static void source_resume_once(struct src_rec *sr)
     sr->susp--;
     sr->activated = true;
     cq_resume(sr->s);
-    if (sr->deferred.set) {
-        sr->deferred.set = false;
-        cq_source_set_timer(sr->s, sr->deferred.start, sr->deferred.interval,
-                            sr->deferred.leeway);
-    }
 }
 
 static void source_finish(struct input *in, struct src_rec *sr)
@@ -1973,14 +1947,6 @@ static void op_source_set_timer(struct input *in, struct reader *rd)
                                     : (uint64_t)(1 + (b2 >> 2) % 16) * 250 * NSEC_PER_USEC;
     uint64_t leeway = (uint64_t)(b2 >> 6) * 100 * NSEC_PER_USEC;
     atomic_store(&sr->rearm, (b1 >> 6) % 3);
-    if (!sr->activated && !g_known_bugs) {
-        trace("  (held back until the first resume: timer-cancel-before-first-resume is open)");
-        sr->deferred.set = true;
-        sr->deferred.start = start;
-        sr->deferred.interval = interval;
-        sr->deferred.leeway = leeway;
-        return;
-    }
     trace("source %d: set_timer start %d +%lld us interval %lld us leeway %lld us", sr->o.id,
           b1 % 4, (long long)(delay / 1000),
           interval == CQ_TIME_FOREVER ? -1ll : (long long)(interval / 1000),
@@ -2207,7 +2173,6 @@ static void wait_data_totals(struct input *in)
         if (sr == NULL || sr->early_cancel || !sr->activated) {
             continue;
         }
-        bool nudged = false;
         for (;;) {
             bool ok = true;
             if (sr->type == SRC_ADD) {
@@ -2219,13 +2184,6 @@ static void wait_data_totals(struct input *in)
                 break;
             }
             int64_t now = clock_ns(CLOCK_MONOTONIC);
-            if (!g_known_bugs && !nudged && now - start > 100 * 1000000ll) {
-                /* data-merge-stranded is open: wake the source once (see g_known_bugs) */
-                trace("source %d: total not delivered after 100 ms: merging 0 (known bug)",
-                      sr->o.id);
-                nudged = true;
-                cq_source_merge_data(sr->s, 0);
-            }
             if (now > deadline) {
                 fail("%s source %d: delivered %lu (or %#lx) of %lu (or %#lx) merged, never the "
                      "rest",
@@ -2642,8 +2600,6 @@ static void setup_once(void)
     done = true;
     const char *t = getenv("CQ_FUZZ_TRACE");
     g_trace = t && *t && *t != '0';
-    const char *k = getenv("CQ_FUZZ_KNOWN_BUGS");
-    g_known_bugs = k && *k && *k != '0';
     work_sem = cq_semaphore_create(0);
     teardown_sem = cq_semaphore_create(0);
     HARNESS_ASSERT(work_sem && teardown_sem);
