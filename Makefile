@@ -6,19 +6,22 @@
 #   make sanitize  the C tests under ASan+UBSan and under TSan, and `swift test --sanitize=thread`
 #   make soak      minutes of mixed load (SOAK_SECONDS, default 300): counts checked, tasks/s and
 #                  RSS printed every 10 s; fails on a wrong count or RSS growth over 10 %
+#   make fuzz      fuzz the C API with libFuzzer, clang, ASan and UBSan (FUZZ_SECONDS, default 600)
+#   make model     the model checks alone (ring checker, spin models); `make test` runs them too
 #   make clean     remove the build folders
 #
 # Installing packages needs root (as in CI); as another user, install them first:
-#   sudo apt-get install liburcu-dev cmake ninja-build pkg-config
+#   sudo apt-get install liburcu-dev cmake ninja-build pkg-config gcc libblocksruntime-dev spin
 
 SHELL := /bin/bash
 BUILD ?= build
 JOBS ?= $(shell nproc)
 RUN_DIR ?= /usr/include
-APT_PACKAGES := liburcu-dev cmake ninja-build pkg-config gcc libblocksruntime-dev
+APT_PACKAGES := liburcu-dev cmake ninja-build pkg-config gcc libblocksruntime-dev spin
 SWIFT_SCRATCH ?= .build
 
-.PHONY: all deps build run test test-c test-swift bench sanitize sanitize-c sanitize-swift soak clean
+.PHONY: all deps build run test test-c test-swift bench sanitize sanitize-c sanitize-swift soak fuzz \
+	model clean
 
 all: build
 
@@ -75,8 +78,15 @@ soak: deps
 	ninja -C build-bench cq-soak
 	./build-bench/cq-soak $(SOAK_SECONDS)
 
+FUZZ_SECONDS ?= 600
+fuzz: deps
+	Tests/fuzz/run.sh $(FUZZ_SECONDS)
+
+model: build
+	ctest --test-dir $(BUILD) --output-on-failure -L model
+
 sanitize-swift: deps
 	swift test --scratch-path .build-tsan --sanitize=thread
 
 clean:
-	rm -rf $(BUILD) build-bench build-asan build-tsan $(SWIFT_SCRATCH) .build-tsan
+	rm -rf $(BUILD) build-bench build-asan build-tsan build-fuzz $(SWIFT_SCRATCH) .build-tsan
