@@ -18,6 +18,7 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 struct cq__group_notify {
     struct cq__group_notify *next;
+    uint32_t gen;             /* runs when the group empties in this generation */
     struct cq_queue_s *queue; /* holds an internal reference */
     void *context;
     cq_function_t function;
@@ -73,11 +74,17 @@ static void group_dispose(struct cq__object *o)
 
 static inline void enter(struct cq_group_s *g)
 {
-    uint64_t s = cq__add(&g->state, CQ__GS_COUNT_ONE, relaxed);
+    uint64_t s = cq__load(&g->state, relaxed), n;
+    do {
+        uint32_t count = CQ__GS_COUNT(s);
+        if (cq__unlikely(count == CQ__GS_COUNT_MAX)) {
+            cq__crash("cq_group_enter: too many outstanding enters on group %p", (void *)g);
+        }
+        /* minus one in bits 2-31; from empty, give back what that borrows from the generation */
+        n = s - CQ__GS_COUNT_ONE + (count == 0 ? CQ__GS_GEN_ONE : 0);
+    } while (!cq__cas_weak(&g->state, &s, n, relaxed));
     if (cq__unlikely(CQ__GS_COUNT(s) == 0)) {
         cq__ref_retain(&g->obj); /* the reference a non-zero count holds */
-    } else if (cq__unlikely(CQ__GS_COUNT(s) == CQ__GS_COUNT_MASK >> 2)) {
-        cq__crash("cq_group_enter: too many outstanding enters on group %p", (void *)g);
     }
 }
 
@@ -86,27 +93,40 @@ void cq_group_enter(cq_group_t g)
     enter(group_check(g, "cq_group_enter"));
 }
 
-/* The group just became empty (our leave saw `old` with WAITERS or NOTIFY set). */
+/* Our leave emptied generation GEN(old) and saw WAITERS or NOTIFY in `old`. */
 static CQ_NOINLINE void group_wake(struct cq_group_s *g, uint64_t old)
 {
-    struct cq__group_notify *list = NULL;
-    uint64_t s = cq__load(&g->state, relaxed), n;
+    uint32_t gen = CQ__GS_GEN(old);
+    struct cq__group_notify *list = NULL, **tail = &list;
+    pthread_mutex_lock(&g->notify_lock);
     if (old & CQ__GS_NOTIFY) {
-        pthread_mutex_lock(&g->notify_lock);
-        do {
-            n = (s & ~(CQ__GS_WAITERS | CQ__GS_NOTIFY)) + CQ__GS_GEN_ONE;
-        } while (!cq__cas_weak(&g->state, &s, n, acq_rel));
-        list = g->notify_head;
-        g->notify_head = g->notify_tail = NULL;
-        pthread_mutex_unlock(&g->notify_lock);
-    } else {
-        /* Only waiters: leave NOTIFY alone, a notifier may be registering for a re-entered
-         * group. */
-        do {
-            n = (s & ~CQ__GS_WAITERS) + CQ__GS_GEN_ONE;
-        } while (!cq__cas_weak(&g->state, &s, n, acq_rel));
+        /* The notifies of our generation (and of earlier ones, whose wakers are late) are at
+         * the front; those of a later generation wait for their own emptying. */
+        while (g->notify_head && (int32_t)(g->notify_head->gen - gen) <= 0) {
+            *tail = g->notify_head;
+            tail = &g->notify_head->next;
+            g->notify_head = g->notify_head->next;
+        }
+        *tail = NULL;
+        if (g->notify_head == NULL) {
+            g->notify_tail = NULL;
+        }
     }
-    if (s & CQ__GS_WAITERS) {
+    /* Clear what no later generation needs: NOTIFY once the list is empty (the list only
+     * changes under the lock), WAITERS while the group is still empty (a waiter of a later
+     * generation sets it again, and the leave that empties that one sees it). */
+    uint64_t s = cq__load(&g->state, relaxed), n;
+    do {
+        n = s;
+        if (g->notify_head == NULL) {
+            n &= ~CQ__GS_NOTIFY;
+        }
+        if (CQ__GS_COUNT(s) == 0) {
+            n &= ~CQ__GS_WAITERS;
+        }
+    } while (n != s && !cq__cas_weak(&g->state, &s, n, relaxed));
+    pthread_mutex_unlock(&g->notify_lock);
+    if (old & CQ__GS_WAITERS) {
         cq__futex_wake(gen_word(g), INT_MAX);
     }
     while (list) {
@@ -120,8 +140,11 @@ static CQ_NOINLINE void group_wake(struct cq_group_s *g, uint64_t old)
 
 static inline void leave(struct cq_group_s *g)
 {
-    /* release: the work done before leaving happens-before a waiter that sees the group empty */
-    uint64_t s = cq__sub(&g->state, CQ__GS_COUNT_ONE, release);
+    /* release: the work done before leaving happens-before a waiter that sees the group empty;
+     * acquire: for the emptying leave, the other leaves' work (and their last touch of g)
+     * happens-before what it does next: waking, notifies, perhaps freeing g.
+     * Adding one to minus the count: the emptying leave carries into the generation. */
+    uint64_t s = cq__add(&g->state, CQ__GS_COUNT_ONE, acq_rel);
     uint32_t count = CQ__GS_COUNT(s);
     if (cq__likely(count > 1)) {
         return;
@@ -241,16 +264,20 @@ void cq_group_notify_f(cq_group_t g, cq_queue_t q, void *ctx, cq_function_t fn)
     pthread_mutex_lock(&g->notify_lock);
     uint64_t s = cq__load(&g->state, acquire);
     for (;;) {
-        if (CQ__GS_COUNT(s) == 0 && !(s & CQ__GS_NOTIFY)) {
+        if (CQ__GS_COUNT(s) == 0) {
+            /* Empty now: the notifies still listed belong to generations that have ended. */
             pthread_mutex_unlock(&g->notify_lock);
             free(n);
-            cq_async_f(q, ctx, fn); /* already empty */
+            cq_async_f(q, ctx, fn);
             return;
         }
+        /* acq_rel: an emptying leave that sees NOTIFY takes the list after our append (it
+         * locks); a CAS that fails because the group emptied meanwhile reloads the count. */
         if ((s & CQ__GS_NOTIFY) || cq__cas_weak(&g->state, &s, s | CQ__GS_NOTIFY, acq_rel)) {
             break;
         }
     }
+    n->gen = CQ__GS_GEN(s);
     cq__ref_retain(&q->obj);
     if (g->notify_tail) {
         g->notify_tail->next = n;

@@ -1,7 +1,7 @@
 /*
  * Groups: wait on an empty group, enter/leave, waits that time out, notify when empty (at once
  * if already empty), several notifies in registration order, reuse, waiters on many threads,
- * group tasks keeping a released group alive.
+ * group tasks keeping a released group alive, a group re-entered while its emptying is handled.
  */
 #include <pthread.h>
 
@@ -239,6 +239,76 @@ static void test_enter_leave_threads(void)
     cq_release(hammer_g);
 }
 
+/*
+ * A group that another thread keeps emptying and re-entering. A notify registered while we
+ * hold an enter runs only after our leave, and a wait while we hold one cannot succeed, even
+ * when the emptying just before our enter has not been reacted to yet: the emptying leave
+ * used to bump the generation and take the notify list after its atomic decrement, so a
+ * notify (or a waiter) of the next generation could be taken for the old one (found by
+ * test_stress_mix).
+ */
+enum { REENTRY_ROUNDS = 100000 };
+static atomic_bool flapping;
+static atomic_long notified_early, waits_succeeded;
+
+struct reentry_round {
+    atomic_bool member_done;
+    cq_semaphore_t ran;
+};
+
+static void *flapper(void *arg)
+{
+    cq_group_t g = arg;
+    while (atomic_load(&flapping)) {
+        cq_group_enter(g);
+        cq_group_leave(g);
+    }
+    return NULL;
+}
+
+static void reentry_notify(void *ctx)
+{
+    struct reentry_round *r = ctx;
+    if (!atomic_load(&r->member_done)) {
+        atomic_fetch_add(&notified_early, 1);
+    }
+    cq_semaphore_signal(r->ran);
+}
+
+static void test_reentered_group(void)
+{
+    cq_group_t g = cq_group_create();
+    cq_semaphore_t ran = cq_semaphore_create(0);
+    struct reentry_round *rounds = calloc(REENTRY_ROUNDS, sizeof *rounds);
+    REQUIRE(rounds != NULL);
+    atomic_store(&flapping, true);
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, flapper, g) == 0);
+    cq_queue_t q = cq_get_global_queue(CQ_QUEUE_PRIORITY_DEFAULT, 0);
+    for (int i = 0; i < REENTRY_ROUNDS; i++) {
+        struct reentry_round *r = &rounds[i];
+        r->ran = ran;
+        cq_group_enter(g);
+        cq_group_notify_f(g, q, r, reentry_notify);
+        if (i % 8 == 0 && cq_group_wait(g, cq_time(CQ_TIME_NOW, 1000)) == 0) {
+            atomic_fetch_add(&waits_succeeded, 1); /* impossible: we hold an enter */
+        }
+        atomic_store(&r->member_done, true);
+        cq_group_leave(g);
+    }
+    atomic_store(&flapping, false);
+    pthread_join(th, NULL);
+    for (int i = 0; i < REENTRY_ROUNDS; i++) {
+        WAIT_SEMA(ran); /* every notify ran */
+    }
+    CHECK_EQ(atomic_load(&notified_early), 0);
+    CHECK_EQ(atomic_load(&waits_succeeded), 0);
+    CHECK_EQ(cq_group_wait(g, CQ_TIME_NOW), 0);
+    cq_release(ran);
+    cq_release(g);
+    free(rounds);
+}
+
 int main(void)
 {
     RUN(test_empty_and_enter_leave);
@@ -248,5 +318,6 @@ int main(void)
     RUN(test_released_group_alive);
     RUN(test_many_waiters);
     RUN(test_enter_leave_threads);
+    RUN(test_reentered_group);
     TEST_MAIN_END();
 }
