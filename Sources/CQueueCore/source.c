@@ -383,6 +383,11 @@ void cq__source_invoke(struct cq_source_s *s)
 {
     free_retired(s);
     uint32_t st = cq__load(&s->state, acquire);
+    if (st & CQ__SS_SUSPEND_MASK) {
+        /* Suspended after the item was queued: no handler starts once cq_suspend returned.
+         * What arrived stays in pending / FIRED; the resume schedules the item again. */
+        goto finish;
+    }
     if (st & CQ__SS_REGISTERED_NEW) {
         cq__and(&s->state, ~CQ__SS_REGISTERED_NEW, relaxed);
         if (!(st & CQ__SS_CANCELED)) {
@@ -408,6 +413,7 @@ void cq__source_invoke(struct cq_source_s *s)
             cq__or(&s->state, CQ__SS_FIRED, relaxed); /* level-triggered: fire again */
         }
     }
+finish:
     /* Finish: run the cancel handler, go again, or let go. */
     st = cq__load(&s->state, acquire);
     for (;;) {

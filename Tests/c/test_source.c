@@ -6,6 +6,7 @@
  */
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -775,8 +776,9 @@ static unsigned next_jitter(uint64_t *x)
  * gets; test_stress_sources under ASan found it (about one run in ten).
  */
 static atomic_long race_cancels;
-static _Atomic(cq_source_t) race_slot;
-static atomic_bool race_done;
+enum { RACE_BATCH = 64, RACE_BATCHES = 320 };
+static cq_source_t race_batch[RACE_BATCH];
+static atomic_int race_ready, race_taken; /* batches handed out / finished by the canceller */
 
 static void race_cancel_handler(void *ctx)
 {
@@ -784,17 +786,26 @@ static void race_cancel_handler(void *ctx)
     cq_group_leave(ctx);
 }
 
+/* Waits for *v to reach n without holding a CPU the other side needs (2 cores, loaded CI). */
+static void wait_for_count(atomic_int *v, int n)
+{
+    while (atomic_load(v) < n) {
+        sched_yield();
+    }
+}
+
 static void *race_canceller(void *arg)
 {
     uint64_t x = 0x9e3779b97f4a7c15ull;
     (void)arg;
-    while (!atomic_load(&race_done)) {
-        cq_source_t s = atomic_exchange(&race_slot, NULL);
-        if (s) {
+    for (int b = 1; b <= RACE_BATCHES; b++) {
+        wait_for_count(&race_ready, b);
+        for (int j = 0; j < RACE_BATCH; j++) {
             spin_pauses(next_jitter(&x));
-            cq_source_cancel(s);
-            cq_release(s);
+            cq_source_cancel(race_batch[j]);
+            cq_release(race_batch[j]);
         }
+        atomic_store(&race_taken, b);
     }
     return NULL;
 }
@@ -807,33 +818,38 @@ static void test_resume_cancel_race(void)
     pthread_t th;
     REQUIRE(pthread_create(&th, NULL, race_canceller, NULL) == 0);
     uint64_t x = 0x2545f4914f6cdd1dull;
-    enum { ROUNDS = 40000 };
-    for (int i = 0; i < ROUNDS; i++) {
-        /* a timer that never fires and a read source on a quiet pipe: both go to the reactor */
-        cq_source_t s = i % 2 ? cq_source_create(CQ_SOURCE_TYPE_TIMER, 0, 0, NULL)
-                              : cq_source_create(CQ_SOURCE_TYPE_READ, (uintptr_t)fds[0], 0, NULL);
-        REQUIRE(s != NULL);
-        if (i % 2) {
-            cq_source_set_timer(s, CQ_TIME_FOREVER, CQ_TIME_FOREVER, 0);
+    cq_source_t mine[RACE_BATCH];
+    for (int b = 1; b <= RACE_BATCHES; b++) {
+        for (int j = 0; j < RACE_BATCH; j++) {
+            /* a timer that never fires and a read source on a quiet pipe: both go to the
+             * reactor */
+            cq_source_t s = j % 2 ? cq_source_create(CQ_SOURCE_TYPE_TIMER, 0, 0, NULL)
+                                  : cq_source_create(CQ_SOURCE_TYPE_READ, (uintptr_t)fds[0], 0,
+                                                     NULL);
+            REQUIRE(s != NULL);
+            if (j % 2) {
+                cq_source_set_timer(s, CQ_TIME_FOREVER, CQ_TIME_FOREVER, 0);
+            }
+            cq_set_context(s, canceled);
+            cq_source_set_event_handler_f(s, noop);
+            cq_source_set_cancel_handler_f(s, race_cancel_handler);
+            cq_group_enter(canceled);
+            cq_retain(s); /* the canceller's */
+            race_batch[j] = mine[j] = s;
         }
-        cq_set_context(s, canceled);
-        cq_source_set_event_handler_f(s, noop);
-        cq_source_set_cancel_handler_f(s, race_cancel_handler);
-        cq_group_enter(canceled);
-        cq_retain(s); /* the canceller's */
-        while (atomic_load(&race_slot) != NULL) {
+        /* Both sides walk the batch at once, each with its own jitter: resume j meets
+         * cancel j at varying offsets. */
+        atomic_store(&race_ready, b);
+        for (int j = 0; j < RACE_BATCH; j++) {
+            spin_pauses(next_jitter(&x));
+            cq_resume(mine[j]);
+            cq_release(mine[j]);
         }
-        atomic_store(&race_slot, s);
-        spin_pauses(next_jitter(&x));
-        cq_resume(s);
-        cq_release(s);
+        wait_for_count(&race_taken, b);
     }
-    while (atomic_load(&race_slot) != NULL) {
-    }
-    atomic_store(&race_done, true);
     pthread_join(th, NULL);
     WAIT_GROUP(canceled);
-    CHECK_EQ(atomic_load(&race_cancels), ROUNDS);
+    CHECK_EQ(atomic_load(&race_cancels), (long)RACE_BATCH * RACE_BATCHES);
     cq_release(canceled);
     close(fds[0]);
     close(fds[1]);
@@ -854,8 +870,11 @@ static void test_data_merge_handoff(void)
     for (long i = 1; i <= ROUNDS; i++) {
         cq_source_merge_data(p->source, 1);
         uint64_t give_up = cq_test_now_ns() + (uint64_t)CQ_TEST_PATIENCE_NS;
-        while (atomic_load(&p->total) < i) {
+        for (unsigned spins = 0; atomic_load(&p->total) < i; spins++) {
             REQUIRE(cq_test_now_ns() < give_up); /* the merge was stranded */
+            if (spins >= 2000) {
+                sched_yield(); /* the handler's worker may need this CPU */
+            }
         }
         spin_pauses(next_jitter(&x));
     }
@@ -1024,8 +1043,13 @@ static void test_idle_sources_no_wakeups(void)
     /* The suspended ticker counted what it missed (0.8 s of 1 ms fires) and hands it over in
      * one handler call on resume. */
     cq_source_set_event_handler_f(ticker, idle_tick_data);
+    while (cq_semaphore_wait(ticked, CQ_TIME_NOW) == 0) {
+        /* signals of calls that started before the suspend (a loaded machine) */
+    }
     cq_resume(ticker);
-    WAIT_SEMA(ticked);
+    while (atomic_load(&idle_ticker_data) == 0) {
+        WAIT_SEMA(ticked);
+    }
     CHECK(atomic_load(&idle_ticker_data) >= 700);
     cq_source_cancel(ticker);
     cq_release(ticker);
