@@ -49,6 +49,22 @@ static int cq_test_failures;
         }                                                                                       \
     } while (0)
 
+/* splitmix64: the stress tests' repeatable randomness (one state per thread, seeded from the
+ * printed seed). */
+static inline uint64_t next_random(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* A number in [0, n). */
+static inline uint32_t below(uint64_t *s, uint32_t n)
+{
+    return (uint32_t)(next_random(s) % n);
+}
+
 /* Generous: only a lost task or wake-up makes a wait this long. */
 #define CQ_TEST_PATIENCE_NS (60ll * 1000000000ll)
 

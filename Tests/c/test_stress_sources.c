@@ -44,19 +44,6 @@
 
 static uint64_t seed;
 
-static uint64_t next_random(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static uint32_t below(uint64_t *s, uint32_t n)
-{
-    return (uint32_t)(next_random(s) % n);
-}
-
 enum {
     V_CONCURRENT,   /* two handlers of one source at once */
     V_AFTER_CANCEL, /* a handler started after the cancel handler, or after a cancel it must
