@@ -5,7 +5,9 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,12 +24,25 @@ uint32_t cq__env_u32(const char *name, uint32_t dflt)
         return dflt;
     }
     char *end;
+    errno = 0;
     unsigned long n = strtoul(v, &end, 10);
-    if (*end != '\0' || n == 0 || n > 100000) {
+    if (*end != '\0' || n == 0 || errno == ERANGE || v[0] == '-' || n > UINT32_MAX) {
         cq__report("ignoring %s=%s (expected a positive number)", name, v);
         return dflt;
     }
     return (uint32_t)n;
+}
+
+uint32_t cq__env_u32_clamped(const char *name, uint32_t dflt, uint32_t min, uint32_t max)
+{
+    uint32_t n = cq__env_u32(name, dflt);
+    if (n < min || n > max) {
+        uint32_t use = n < min ? min : max;
+        cq__report("%s=%u is %s than %u, the %s the pool supports here: using %u", name, n,
+                   n < min ? "less" : "more", use, n < min ? "least" : "most", use);
+        return use;
+    }
+    return n;
 }
 
 /* CPUs from a cgroup v2 cpu.max ("max 100000" or "<quota> <period>"); 0 if unlimited. */
@@ -118,9 +133,9 @@ uint32_t cq__usable_cpus(void)
     if (n < 1) {
         n = 1;
     }
-    if (n > CQ__MAX_PROCS / 2) {
-        n = CQ__MAX_PROCS / 2;
+    if (n > CQ__MAX_WORKERS) {
+        n = CQ__MAX_WORKERS;
     }
-    return cq__env_u32("CQ_WORKERS", n);
+    return cq__env_u32_clamped("CQ_WORKERS", n, 1, CQ__MAX_WORKERS);
 }
 

@@ -50,6 +50,7 @@ static struct {
     uint32_t next_thread_index;
     /* counters for cq_runtime_get_info */
     _Atomic uint32_t blocked;
+    _Atomic uint32_t blocked_in_tasks; /* procs the monitor last saw blocked in the kernel */
     _Atomic uint32_t limit_reached;
     _Atomic uint64_t handoffs;
     _Atomic uint64_t monitor_spawns;
@@ -185,9 +186,19 @@ static void note_limit_reached(void)
 {
     cq__add(&pool.limit_reached, 1, relaxed);
     cq__report_once(&pool.limit_reported,
-                    "thread limit %u reached (%u threads are blocked in waits or stuck in long "
-                    "tasks); new work waits until one returns. Raise it with CQ_THREAD_LIMIT.",
-                    pool.thread_limit, cq__load(&pool.blocked, relaxed));
+                    "thread limit %u reached: %u threads, %u of them waiting in runtime calls "
+                    "and %u running tasks that sleep in the kernel; new work waits until one "
+                    "returns. Raise it with CQ_THREAD_LIMIT.",
+                    pool.thread_limit, cq__load(&pool.nthreads, relaxed),
+                    cq__load(&pool.blocked, relaxed),
+                    cq__load(&pool.blocked_in_tasks, relaxed));
+}
+
+void cq__pool_set_blocked_in_tasks(uint32_t n)
+{
+    if (cq__load(&pool.blocked_in_tasks, relaxed) != n) {
+        cq__store(&pool.blocked_in_tasks, n, relaxed);
+    }
 }
 
 /* Reserves a thread slot under the lock; false at the limit. */
@@ -742,11 +753,19 @@ void cq__pool_block_begin(struct cq__block *b)
             spawn_thread(p, false);
             return;
         }
-        /* At the limit: keep the proc; thieves can still take its ring. */
+        /* At the limit: keep the proc. Thieves can take its ring but not its LIFO slot (only
+         * a running owner's), so the item there moves to the ring, and an idle worker is
+         * told: no runnable item stays pinned to a thread that sleeps. */
         pthread_mutex_unlock(&pool.lock);
         t->proc = p;
         cq__tls.proc = p;
+        struct cq__item *pinned = lifo_take(p);
+        if (pinned) {
+            ring_push(p, pinned);
+            cq__fence(seq_cst); /* store-load: the ring's tail before the idle word */
+        }
         note_limit_reached();
+        notify();
         return;
     }
     p->thread = NULL;
@@ -796,9 +815,17 @@ bool cq__pool_help(bool (*pred)(struct cq__item *, void *), void *arg)
     if (it == NULL) {
         return false;
     }
+    /* The helped task runs as if another worker ran it: not on the waiter's queues (their
+     * specifics, current-queue answers and exclusivity are the waiter's), not in its group. */
+    struct cq__frame *frame = cq__tls.frame;
+    struct cq_group_s *group = cq__tls.group;
+    cq__tls.frame = NULL;
+    cq__tls.group = NULL;
     cq__tls.help_depth++;
     cq__item_invoke(it);
     cq__tls.help_depth--;
+    cq__tls.frame = frame;
+    cq__tls.group = group;
     return true;
 }
 
@@ -810,10 +837,8 @@ static void pool_init(void)
     uint32_t workers = cq__usable_cpus();
     pool.workers = workers;
     uint32_t dflt_limit = workers * 16 > 128 ? workers * 16 : 128;
-    pool.thread_limit = cq__env_u32("CQ_THREAD_LIMIT", dflt_limit);
-    if (pool.thread_limit < workers) {
-        pool.thread_limit = workers;
-    }
+    pool.thread_limit =
+        cq__env_u32_clamped("CQ_THREAD_LIMIT", dflt_limit, workers, CQ__THREAD_LIMIT_MAX);
     pool.spare_limit = workers;
     for (uint32_t i = 0; i < CQ__PRIO_COUNT; i++) {
         cq__inject_init(&pool.inject[i]);
@@ -971,4 +996,5 @@ void cq_runtime_get_info(struct cq_runtime_info *info)
     info->limit_reached = cq__load(&pool.limit_reached, relaxed);
     info->handoffs = cq__load(&pool.handoffs, relaxed);
     info->monitor_spawns = cq__load(&pool.monitor_spawns, relaxed);
+    info->blocked_in_tasks = cq__load(&pool.blocked_in_tasks, relaxed);
 }

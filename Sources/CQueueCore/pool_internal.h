@@ -28,6 +28,11 @@
 #include "runq_internal.h"
 
 #define CQ__MAX_PROCS 256u
+/* Workers take at most half the proc array: the other half is for the monitor's extra procs.
+ * CQ_WORKERS above this is clamped to it. */
+#define CQ__MAX_WORKERS (CQ__MAX_PROCS / 2)
+/* The most threads CQ_THREAD_LIMIT may ask for (each costs a stack and a kernel task). */
+#define CQ__THREAD_LIMIT_MAX 32768u
 #define CQ__PRIO_COUNT 4u /* high, default, low, background */
 #define CQ__PRIO_DEFAULT 1u
 #define CQ__INJECT_INTERVAL 61u /* look at the inject queues first every this many ticks */
@@ -56,6 +61,7 @@ struct cq__proc {
     /* monitor-private */
     uint32_t mon_started;
     uint32_t mon_ticks;
+    uint32_t mon_asleep; /* consecutive ticks its thread was seen asleep in the kernel */
     /* written once */
     uint32_t index;
     bool extra;
@@ -121,6 +127,9 @@ CQ_INTERNAL uint32_t cq__pool_workers(void);
  * environment, or `dflt`. */
 CQ_INTERNAL uint32_t cq__usable_cpus(void);
 CQ_INTERNAL uint32_t cq__env_u32(const char *name, uint32_t dflt);
+/* The same, clamped to [min, max] with a one-line report when the value is outside. */
+CQ_INTERNAL uint32_t cq__env_u32_clamped(const char *name, uint32_t dflt, uint32_t min,
+                                         uint32_t max);
 
 /* Starts a detached runtime thread running fn(arg). It starts with every asynchronous signal
  * blocked, so signals reach the application's threads and signalfd (faults stay deliverable).
@@ -138,6 +147,8 @@ CQ_INTERNAL bool cq__pool_work_waiting(void);
 CQ_INTERNAL bool cq__pool_saturated(void);
 CQ_INTERNAL void cq__pool_notify(void); /* wake an idle proc if nobody searches */
 CQ_INTERNAL bool cq__pool_add_extra_proc(void);
+/* How many procs the last tick found blocked in the kernel inside a task (for reports). */
+CQ_INTERNAL void cq__pool_set_blocked_in_tasks(uint32_t n);
 CQ_INTERNAL uint32_t cq__pool_proc_count(void);
 CQ_INTERNAL struct cq__proc *cq__pool_proc(uint32_t index);
 

@@ -5,13 +5,15 @@
  * the pool cannot know. The monitor finds out. It is kicked by a producer that finds the pool
  * saturated (every proc busy, nobody searching) and by a worker that leaves a small backlog
  * unannounced (announce_backlog in pool.c). While work is waiting it looks at each proc every
- * millisecond: one that has been running the same task for 2 ticks while its thread sleeps in
- * the kernel (a read, a sleep, a lock), or for 10 ticks while it is runnable (spinning,
- * computing, or merely preempted), is stuck. While a proc is stuck and work is waiting, it wakes
- * an idle proc if there is one (which steals the work), or else adds one extra proc (with a
- * thread) per tick, up to the thread limit. Extra procs retire as soon as they find no work.
- * After 20 ticks without waiting work the monitor sleeps on a futex: an idle process sees no
- * wake-ups from it.
+ * millisecond. A proc whose thread has been running the same task for 2 ticks and was seen
+ * asleep in the kernel (state S or D: a read, a sleep, a lock) on 2 ticks in a row is
+ * *blocked*: while work is waiting, it wakes an idle proc if there is one (which steals the
+ * work), or else adds one extra proc (with a thread) per tick, up to the thread limit. A proc
+ * that has been running the same task for 10 ticks while runnable (computing, spinning, or
+ * merely preempted) is *busy*: it only makes the monitor wake an idle proc, never add one, so
+ * CPU-bound work never has more threads than CPUs. Extra procs retire as soon as they find no
+ * work. After 20 ticks without waiting work the monitor sleeps on a futex: an idle process
+ * sees no wake-ups from it.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -80,9 +82,11 @@ static bool thread_sleeps(pid_t tid)
 static bool tick(void)
 {
     if (!cq__pool_work_waiting()) {
+        cq__pool_set_blocked_in_tasks(0);
         return false;
     }
-    bool stuck = false;
+    bool busy = false;
+    uint32_t blocked = 0;
     uint32_t n = cq__pool_proc_count();
     for (uint32_t i = 0; i < n; i++) {
         struct cq__proc *p = cq__pool_proc(i);
@@ -93,22 +97,32 @@ static bool tick(void)
         if (!cq__load(&p->running, relaxed) || started != p->mon_started) {
             p->mon_started = started;
             p->mon_ticks = 0;
+            p->mon_asleep = 0;
             continue;
         }
         p->mon_ticks++;
-        if (p->mon_ticks >= STUCK_BUSY_TICKS ||
-            (p->mon_ticks >= STUCK_BLOCKED_TICKS && thread_sleeps(cq__load(&p->tid, relaxed)))) {
-            stuck = true;
+        if (p->mon_ticks >= STUCK_BLOCKED_TICKS) {
+            /* Two sightings in a row: a task that computes and touches a cold page now and
+             * then is not blocked. */
+            p->mon_asleep = thread_sleeps(cq__load(&p->tid, relaxed)) ? p->mon_asleep + 1 : 0;
+            if (p->mon_asleep >= 2) {
+                blocked++;
+                continue;
+            }
+        }
+        if (p->mon_ticks >= STUCK_BUSY_TICKS) {
+            busy = true;
         }
     }
-    if (stuck) {
-        /* Work waits behind a stuck worker: an idle worker can take it (stealing from the stuck
-         * one's ring); only when none is idle does the pool grow. */
-        if (cq__pool_saturated()) {
-            cq__pool_add_extra_proc();
-        } else {
-            cq__pool_notify();
-        }
+    cq__pool_set_blocked_in_tasks(blocked);
+    if (blocked && cq__pool_saturated()) {
+        /* Work waits and a CPU is idle because its task sleeps in the kernel: replace it. */
+        cq__pool_add_extra_proc();
+    } else if (blocked || busy) {
+        /* Work waits behind a long task: an idle worker can take it (stealing from the busy
+         * one's ring). A busy task keeps its CPU to itself: more threads than CPUs would only
+         * make the computing tasks take turns. */
+        cq__pool_notify();
     }
     return true;
 }

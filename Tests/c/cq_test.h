@@ -220,4 +220,47 @@ static inline long cq_test_runtime_thread_switches(void)
     return total;
 }
 
+/* The runtime's threads alive now (named "cq-...": workers, spares, monitor, reactor). */
+static inline int cq_test_runtime_thread_count(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/task");
+    REQUIRE(d != NULL);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.') {
+            continue;
+        }
+        char path[300], name[64] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f == NULL) {
+            continue;
+        }
+        if (fgets(name, sizeof name, f) && strncmp(name, "cq-", 3) == 0) {
+            n++;
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return n;
+}
+
+/* Spins until the calling thread has used `ns` of CPU time (not wall time: a loaded machine
+ * only makes it take longer). */
+static inline void cq_test_burn_cpu_ns(uint64_t ns)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    uint64_t end = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + ns;
+    for (;;) {
+        for (volatile int i = 0; i < 1000; i++) {
+        }
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        if ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec >= end) {
+            return;
+        }
+    }
+}
+
 #endif /* CQ_TEST_H */

@@ -309,6 +309,63 @@ static void test_reentered_group(void)
     free(rounds);
 }
 
+/* ---- tasks run by a waiting task keep their own context -------------------------------- */
+
+#define HELPED_CHILDREN 64
+
+static int helper_key;
+
+struct helped {
+    cq_queue_t s;
+    cq_group_t g;
+    atomic_int saw_waiter; /* children that saw the waiter's specific, queue or exclusivity */
+    atomic_int ran;
+};
+
+static void helped_child(void *ctx)
+{
+    struct helped *h = ctx;
+    bool wrong = cq_get_specific(&helper_key) != NULL || cq_get_current_queue() == h->s ||
+                 cq_queue_is_current(h->s);
+    if (wrong) {
+        atomic_fetch_add(&h->saw_waiter, 1);
+    }
+    atomic_fetch_add(&h->ran, 1);
+}
+
+static void parent_on_s(void *ctx)
+{
+    struct helped *h = ctx;
+    for (int i = 0; i < HELPED_CHILDREN; i++) {
+        cq_group_async_f(h->g, cq_get_global_queue(CQ_QUEUE_PRIORITY_DEFAULT, 0), h,
+                         helped_child);
+    }
+    /* While it waits, this worker runs the group's children (its own run queue's newest). */
+    cq_group_wait(h->g, CQ_TIME_FOREVER);
+    /* And the waiter's own context is back afterwards. */
+    if (cq_get_specific(&helper_key) != (void *)h || cq_get_current_queue() != h->s) {
+        atomic_fetch_add(&h->saw_waiter, 1000);
+    }
+}
+
+static void test_helped_tasks_keep_their_context(void)
+{
+    struct helped h = {.s = cq_queue_create("waiter", NULL), .g = cq_group_create()};
+    cq_queue_set_specific(h.s, &helper_key, &h, NULL);
+    cq_group_t outer = cq_group_create();
+    for (int round = 0; round < 4; round++) {
+        cq_group_async_f(outer, h.s, &h, parent_on_s);
+        WAIT_GROUP(outer);
+    }
+    fprintf(stderr, "   %d children ran, %d saw the waiter's queue\n", atomic_load(&h.ran),
+            atomic_load(&h.saw_waiter));
+    CHECK_EQ(atomic_load(&h.ran), 4 * HELPED_CHILDREN);
+    CHECK_EQ(atomic_load(&h.saw_waiter), 0);
+    cq_release(outer);
+    cq_release(h.g);
+    cq_release(h.s);
+}
+
 int main(void)
 {
     RUN(test_empty_and_enter_leave);
@@ -319,5 +376,6 @@ int main(void)
     RUN(test_many_waiters);
     RUN(test_enter_leave_threads);
     RUN(test_reentered_group);
+    RUN(test_helped_tasks_keep_their_context);
     TEST_MAIN_END();
 }

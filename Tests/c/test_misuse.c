@@ -758,6 +758,32 @@ static void bad_environment(void *arg)
     CHECK_EQ(info.thread_limit, info.workers * 16 > 128 ? info.workers * 16 : 128);
 }
 
+static void count_one(void *ctx)
+{
+    atomic_fetch_add((atomic_long *)ctx, 1);
+}
+
+/* Values the pool cannot hold are clamped (they overran the run-queue array once), and the
+ * clamped pool works: every task of a group runs. */
+static void environment_at_limits(void *arg)
+{
+    const char *const *values = arg;
+    setenv("CQ_WORKERS", values[0], 1);
+    setenv("CQ_THREAD_LIMIT", values[1], 1);
+    struct cq_runtime_info info;
+    cq_runtime_get_info(&info);
+    CHECK_EQ(info.workers, (uint32_t)atoi(values[2]));
+    CHECK_EQ(info.thread_limit, (uint32_t)atoi(values[3]));
+    atomic_long ran = 0;
+    cq_group_t g = cq_group_create();
+    for (int i = 0; i < 1000; i++) {
+        cq_group_async_f(g, cq_get_global_queue(0, 0), &ran, count_one);
+    }
+    WAIT_GROUP(g);
+    CHECK_EQ(atomic_load(&ran), 1000);
+    cq_release(g);
+}
+
 static void negative_semaphore(void *arg)
 {
     (void)arg;
@@ -1122,9 +1148,9 @@ static void test_assertions_and_main(void)
 static void test_reports(void)
 {
     static const struct expected_line limit[] = {
-        {"CQueueCore: thread limit 1 reached (", 1},
-        {" threads are blocked in waits or stuck in long tasks); new work waits until one "
-         "returns. Raise it with CQ_THREAD_LIMIT.\n",
+        {"CQueueCore: thread limit 1 reached: 1 threads, 1 of them waiting in runtime calls "
+         "and 0 running tasks that sleep in the kernel; new work waits until one returns. "
+         "Raise it with CQ_THREAD_LIMIT.\n",
          1},
         {NULL, 0}};
     expect_report("thread-limit", thread_limit, NULL, limit);
@@ -1157,6 +1183,35 @@ static void test_reports(void)
         {"CQueueCore: ignoring CQ_THREAD_LIMIT=0 (expected a positive number)\n", 1},
         {NULL, 0}};
     expect_report("bad-environment", bad_environment, NULL, env);
+
+    static const char *const many_workers[] = {"300", "1000000", "128", "32768"};
+    static const struct expected_line many[] = {
+        {"CQueueCore: CQ_WORKERS=300 is more than 128, the most the pool supports here: "
+         "using 128\n",
+         1},
+        {"CQueueCore: CQ_THREAD_LIMIT=1000000 is more than 32768, the most the pool supports "
+         "here: using 32768\n",
+         1},
+        {NULL, 0}};
+    expect_report("environment-too-large", environment_at_limits, (void *)many_workers, many);
+
+    static const char *const huge[] = {"100000", "4294967296", "128", "2048"};
+    static const struct expected_line huge_lines[] = {
+        {"CQueueCore: CQ_WORKERS=100000 is more than 128, the most the pool supports here: "
+         "using 128\n",
+         1},
+        {"CQueueCore: ignoring CQ_THREAD_LIMIT=4294967296 (expected a positive number)\n", 1},
+        {NULL, 0}};
+    expect_report("environment-huge", environment_at_limits, (void *)huge, huge_lines);
+
+    static const char *const small_limit[] = {"2", "1", "2", "2"};
+    static const struct expected_line small_lines[] = {
+        {"CQueueCore: CQ_THREAD_LIMIT=1 is less than 2, the least the pool supports here: "
+         "using 2\n",
+         1},
+        {NULL, 0}};
+    expect_report("thread-limit-below-workers", environment_at_limits, (void *)small_limit,
+                  small_lines);
 
     static const struct expected_line negative[] = {
         {"CQueueCore: cq_semaphore_create: negative initial value -5 (returning NULL)\n", 1},

@@ -3,9 +3,9 @@
  *   - fork-join recursion that waits on a group inside each task (fib(30), cutoff 12) completes,
  *     with the thread count bounded;
  *   - sync onto busy queues from many workers at once;
- *   - tasks blocked outside the runtime (blocking reads, long spins) do not keep other queues
- *     from running: the monitor adds threads (31 queues spin until the 32nd sets a flag; many
- *     blocked readers while one more short task must run);
+ *   - tasks blocked outside the runtime (blocking reads, polling sleeps) do not keep other
+ *     queues from running: the monitor adds threads (31 queues poll until the 32nd sets a
+ *     flag; many blocked readers while one more short task must run);
  *   - an idle process sees no wake-ups from the runtime's threads.
  */
 #include <pthread.h>
@@ -104,15 +104,19 @@ static void test_sync_storm(void)
     cq_release(g);
 }
 
-/* ---- 31 spinning tasks wait for the 32nd queue's task --------------------------------- */
+/* ---- 31 polling tasks wait for the 32nd queue's task ---------------------------------- */
 
 static atomic_bool flag;
 
+/* Polls with a sleep: blocked in the kernel most of the time, which the monitor compensates.
+ * (A task that spins on the CPU for another task's flag gets no extra thread: CPU-bound work
+ * never grows the pool beyond its CPUs, see test_pool_bounds.c.) */
 static void spin_until_flag(void *ctx)
 {
     (void)ctx;
     while (!atomic_load(&flag)) {
-        cq_test_now_ns(); /* a busy task that never blocks */
+        struct timespec pause = {0, 1000000};
+        nanosleep(&pause, NULL);
     }
 }
 

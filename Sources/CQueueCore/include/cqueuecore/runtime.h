@@ -18,7 +18,8 @@ struct cq_runtime_info {
     uint32_t blocked;           /* pool threads blocked in a runtime wait right now */
     uint32_t limit_reached;     /* times the thread limit stopped the runtime from adding a thread */
     uint64_t handoffs;          /* CPUs handed to a spare thread by a worker about to block */
-    uint64_t monitor_spawns;    /* extra run queues added by the monitor for stuck workers */
+    uint64_t monitor_spawns;    /* extra run queues added by the monitor for blocked workers */
+    uint32_t blocked_in_tasks;  /* workers whose task sleeps in the kernel (the monitor's last look) */
 };
 
 /*
