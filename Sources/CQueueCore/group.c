@@ -67,7 +67,7 @@ static void group_dispose(struct cq__object *o)
     pthread_mutex_destroy(&g->notify_lock);
     g->obj.cls = NULL;
     free(g);
-    if (fin) {
+    if (fin && ctx) { /* as libdispatch: no context, no finalizer */
         cq_async_f(&cq__root_queues[CQ__PRIO_DEFAULT], ctx, fin);
     }
 }

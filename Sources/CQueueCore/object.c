@@ -14,6 +14,7 @@ void cq__object_init(struct cq__object *o, const struct cq__class *cls)
     atomic_init(&o->ref, 1); /* held collectively by the external references */
     o->context = NULL;
     o->finalizer = NULL;
+    atomic_init(&o->inactive, 0);
 }
 
 void cq__object_init_immortal(struct cq__object *o, const struct cq__class *cls)
@@ -121,5 +122,18 @@ void cq_resume(void *object)
     if (cq__unlikely(o->cls->resume == NULL)) {
         cq__crash("cq_resume: %s cannot be resumed", CQ_DESCRIBE(o));
     }
+    if (cq__unlikely(cq__load(&o->inactive, relaxed))) {
+        cq__store(&o->inactive, 0, relaxed); /* a plain resume activates too */
+    }
     o->cls->resume(o);
+}
+
+void cq_activate(void *object)
+{
+    struct cq__object *o = cq__object_check(object, 0, "cq_activate");
+    /* Only the call that clears the flag resumes: activating twice, or from two threads at
+     * once, resumes once. */
+    if (cq__load(&o->inactive, relaxed) && cq__xchg(&o->inactive, 0, relaxed)) {
+        o->cls->resume(o);
+    }
 }

@@ -45,6 +45,7 @@ struct cq__object {
     _Atomic int32_t ref;           /* see above */
     void *context;                 /* owner: the application (cq_set_context) */
     cq_function_t finalizer;       /* owner: the application (cq_set_finalizer_f) */
+    _Atomic uint32_t inactive;     /* 1 until activated (new sources, inactive queues) */
 };
 
 extern const struct cq__class cq__queue_class, cq__semaphore_class, cq__group_class,

@@ -92,6 +92,16 @@ cq_queue_t cq_queue_create(const char *label, cq_queue_attr_t attr)
     return q;
 }
 
+cq_queue_t cq_queue_create_inactive(const char *label, cq_queue_attr_t attr)
+{
+    cq_queue_t q = cq_queue_create(label, attr);
+    if (q) {
+        cq_suspend(q);
+        cq__store(&q->obj.inactive, 1, relaxed); /* published with q by the caller */
+    }
+    return q;
+}
+
 void cq__queue_check_slow(cq_queue_t q, const char *call)
 {
     if (q == NULL || q->obj.cls != &cq__queue_class) {
@@ -722,7 +732,7 @@ static void finalize_queue(void *ctx)
 static void queue_dispose(struct cq__object *o)
 {
     struct cq_queue_s *q = (struct cq_queue_s *)o;
-    if (q->obj.finalizer) {
+    if (q->obj.finalizer && q->obj.context) { /* as libdispatch: no context, no finalizer */
         cq_async_f(cq__load(&q->target, relaxed), q, finalize_queue);
     } else {
         queue_free(q);

@@ -89,7 +89,7 @@ static void semaphore_dispose(struct cq__object *o)
     void *ctx = o->context;
     o->cls = NULL;
     free(o);
-    if (fin) {
+    if (fin && ctx) { /* as libdispatch: no context, no finalizer */
         cq_async_f(cq_get_global_queue(CQ_QUEUE_PRIORITY_DEFAULT, 0), ctx, fin);
     }
 }

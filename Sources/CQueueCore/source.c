@@ -166,6 +166,7 @@ cq_source_t cq_source_create(cq_source_type_t type, uintptr_t handle, uintptr_t 
         return fail(ENOMEM);
     }
     cq__object_init(&s->obj, &cq__source_class);
+    atomic_init(&s->obj.inactive, 1); /* created suspended: the first resume activates it */
     cq__item_init(&s->item, CQ__ITEM_SOURCE, 0);
     cq__item_init(&s->cmd_item, 0, 0);
     s->type = type;
@@ -618,7 +619,7 @@ static void source_dispose(struct cq__object *o)
     }
     o->cls = NULL;
     free(s);
-    if (fin) {
+    if (fin && ctx) { /* as libdispatch: no context, no finalizer */
         cq_async_f(q, ctx, fin);
     }
     cq__ref_release(&q->obj);

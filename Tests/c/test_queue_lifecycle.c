@@ -155,7 +155,7 @@ static cq_semaphore_t fin_done;
 
 static void ordered_finalizer(void *ctx)
 {
-    fin_order[(intptr_t)ctx] = atomic_fetch_add(&fin_seq, 1);
+    fin_order[(intptr_t)ctx - 1] = atomic_fetch_add(&fin_seq, 1);
     cq_semaphore_signal(fin_done);
 }
 
@@ -169,7 +169,7 @@ static void test_finalizer_order(void)
     cq_set_target_queue(leaf, mid);
     cq_queue_t qs[3] = {leaf, mid, root};
     for (intptr_t i = 0; i < 3; i++) {
-        cq_set_context(qs[i], (void *)i);
+        cq_set_context(qs[i], (void *)(i + 1)); /* not NULL: a NULL context has no finalizer */
         cq_set_finalizer_f(qs[i], ordered_finalizer);
     }
     cq_async_f(leaf, NULL, noop);

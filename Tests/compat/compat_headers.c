@@ -20,6 +20,12 @@
 
 static int failures;
 
+/* A helper header's declaration with dispatch_fd_t, in a file that uses no dispatch I/O. */
+static int descriptor_of(dispatch_fd_t fd)
+{
+    return fd;
+}
+
 #define EXPECT(cond)                                                                            \
     do {                                                                                        \
         if (!(cond)) {                                                                          \
@@ -39,6 +45,7 @@ int main(void)
     dispatch_function_t fn = touch;
     dispatch_once_t once = 0;
     dispatch_time_t t = DISPATCH_TIME_FOREVER;
+    EXPECT(descriptor_of(2) == 2 && sizeof(dispatch_fd_t) == sizeof(int));
     dispatch_source_type_t types[9];
     dispatch_queue_attr_t attr = DISPATCH_QUEUE_CONCURRENT;
     dispatch_qos_class_t qos = QOS_CLASS_UTILITY;

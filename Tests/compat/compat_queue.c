@@ -338,6 +338,18 @@ static void test_suspend_and_inactive(void)
     check_held_then_runs(made, BY_ACTIVATE);
     check_concurrent(inactive_c);
 
+    /* Activating an active object does nothing (libdispatch documents it): a queue activated
+     * twice, and one that was never inactive, still run their work. */
+    dispatch_activate(made);
+    dispatch_activate(q);
+    check_concurrent(inactive_c);
+    {
+        long ran = 0;
+        dispatch_sync_f(made, &ran, set_flag);
+        dispatch_sync_f(q, &ran, set_flag);
+        CHECK_EQ(compat_load(&ran), 1);
+    }
+
     dispatch_release(q);
     dispatch_release(inactive);
     dispatch_release(inactive_c);
@@ -466,6 +478,41 @@ static void test_context_and_finalizer(void)
     dispatch_release(finalized);
 }
 
+/* A finalizer is not called when the context is NULL: it exists to free the context. Both
+ * queues target one serial queue, where their finalizers run in release order; the second
+ * one's (with a context) tells that the first one's would have run by then. */
+static long null_context_calls;
+
+static void count_null_context(void *context)
+{
+    if (context == NULL) {
+        compat_add(&null_context_calls, 1);
+    }
+}
+
+static void test_no_finalizer_without_context(void)
+{
+    static int value = 7;
+    dispatch_queue_t order = dispatch_queue_create("compat.finalizer-order", NULL);
+    dispatch_queue_t without = dispatch_queue_create("compat.no-context", NULL);
+    dispatch_queue_t with = dispatch_queue_create("compat.context", NULL);
+    finalized = dispatch_semaphore_create(0);
+    REQUIRE(order != NULL && without != NULL && with != NULL && finalized != NULL);
+    dispatch_set_target_queue(without, order);
+    dispatch_set_target_queue(with, order);
+    dispatch_set_finalizer_f(without, count_null_context);
+    dispatch_set_context(with, &value);
+    dispatch_set_finalizer_f(with, finalizer);
+    dispatch_release(without);
+    dispatch_release(with);
+    WAIT_SEMA(finalized);
+    CHECK(finalized_context == &value);
+    dispatch_sync_f(order, NULL, compat_noop); /* anything queued on `order` before has run */
+    CHECK_EQ(compat_load(&null_context_calls), 0);
+    dispatch_release(order);
+    dispatch_release(finalized);
+}
+
 /* ---- global queues -------------------------------------------------------------------------- */
 
 static void test_global_queues(void)
@@ -502,6 +549,7 @@ int main(void)
     RUN(test_attributes);
     RUN(test_labels_and_current);
     RUN(test_context_and_finalizer);
+    RUN(test_no_finalizer_without_context);
     RUN(test_global_queues);
     COMPAT_MAIN_END();
 }

@@ -14,7 +14,9 @@
  *   - dispatch_object_t is void *: every object type converts to it in C and C++.
  *   - QoS classes map onto the four global-queue priorities; autorelease frequencies are accepted
  *     and ignored (there are no autorelease pools on Linux).
- *   - dispatch_activate is cq_resume: an inactive queue or a new source is suspended once.
+ *   - dispatch_activate is cq_activate: it activates an inactive queue or a new source once,
+ *     and does nothing on an active object.
+ *   - dispatch_fd_t is int, as on Linux; the dispatch I/O functions that take it are absent.
  *
  * This header and libdispatch's cannot be used in one translation unit: including it after
  * <dispatch/dispatch.h> is an #error; including <dispatch/dispatch.h> after it fails on the
@@ -104,11 +106,11 @@ static inline void dispatch_resume(dispatch_object_t object)
     cq_resume(object);
 }
 
-/* Inactive objects (new sources, queues made with an _INACTIVE attribute) are suspended once:
- * activating is resuming. Activate once: a second call aborts (libdispatch ignores it). */
+/* Inactive objects: new sources, queues made with an _INACTIVE attribute. Activating an active
+ * object does nothing, as in libdispatch. */
 static inline void dispatch_activate(dispatch_object_t object)
 {
-    cq_resume(object);
+    cq_activate(object);
 }
 
 /* ==== time ================================================================================== */
@@ -288,8 +290,8 @@ static inline dispatch_queue_attr_t dispatch_queue_attr_make_with_autorelease_fr
     return attr;
 }
 
-/* cq_queue_create, after decoding the attributes above: an inactive queue is created suspended
- * (dispatch_activate resumes it), a QoS class sets the target global queue. */
+/* cq_queue_create, after decoding the attributes above: an inactive queue is created inactive
+ * (dispatch_activate activates it), a QoS class sets the target global queue. */
 static inline dispatch_queue_t dispatch_queue_create(const char *label, dispatch_queue_attr_t attr)
 {
     uintptr_t bits = cq__dqa_bits(attr);
@@ -298,17 +300,14 @@ static inline dispatch_queue_t dispatch_queue_create(const char *label, dispatch
     if (bits == 0) {
         return cq_queue_create(label, attr); /* not ours: cq_queue_create judges it */
     }
-    queue = cq_queue_create(label, (bits & CQ__DQA_CONCURRENT) ? CQ_QUEUE_CONCURRENT
-                                                                : CQ_QUEUE_SERIAL);
+    queue = ((bits & CQ__DQA_INACTIVE) ? cq_queue_create_inactive : cq_queue_create)(
+        label, (bits & CQ__DQA_CONCURRENT) ? CQ_QUEUE_CONCURRENT : CQ_QUEUE_SERIAL);
     if (queue == NULL) {
         return NULL;
     }
     slot = (unsigned)((bits & CQ__DQA_SLOT_MASK) >> CQ__DQA_SLOT_SHIFT);
     if (slot != 0) {
         cq_set_target_queue(queue, cq_get_global_queue(cq__dispatch_slot_priority(slot), 0));
-    }
-    if (bits & CQ__DQA_INACTIVE) {
-        cq_suspend(queue);
     }
     return queue;
 }
@@ -750,12 +749,15 @@ CQ__DISPATCH_UNSUPPORTED(dispatch_data_copy_region, CQ__WHY_DATA);
 #define dispatch_data_apply(...) (cq_dispatch_unsupported_dispatch_data_apply)
 #define dispatch_data_copy_region(...) (cq_dispatch_unsupported_dispatch_data_copy_region)
 
+/* A descriptor, as libdispatch defines it on Linux: helper headers declare functions with it
+ * even where no dispatch I/O is used. */
+typedef int dispatch_fd_t;
+
 CQ__DISPATCH_UNSUPPORTED_TYPE(dispatch_io_t, CQ__WHY_IO);
 CQ__DISPATCH_UNSUPPORTED_TYPE(dispatch_io_type_t, CQ__WHY_IO);
 CQ__DISPATCH_UNSUPPORTED_TYPE(dispatch_io_handler_t, CQ__WHY_IO);
 CQ__DISPATCH_UNSUPPORTED_TYPE(dispatch_io_close_flags_t, CQ__WHY_IO);
 CQ__DISPATCH_UNSUPPORTED_TYPE(dispatch_io_interval_flags_t, CQ__WHY_IO);
-CQ__DISPATCH_UNSUPPORTED_TYPE(dispatch_fd_t, CQ__WHY_IO);
 CQ__DISPATCH_UNSUPPORTED(dispatch_read, CQ__WHY_IO);
 CQ__DISPATCH_UNSUPPORTED(dispatch_write, CQ__WHY_IO);
 CQ__DISPATCH_UNSUPPORTED(dispatch_io_create, CQ__WHY_IO);
@@ -774,7 +776,6 @@ CQ__DISPATCH_UNSUPPORTED(dispatch_io_set_interval, CQ__WHY_IO);
 #define dispatch_io_handler_t cq_dispatch_unsupported_dispatch_io_handler_t
 #define dispatch_io_close_flags_t cq_dispatch_unsupported_dispatch_io_close_flags_t
 #define dispatch_io_interval_flags_t cq_dispatch_unsupported_dispatch_io_interval_flags_t
-#define dispatch_fd_t cq_dispatch_unsupported_dispatch_fd_t
 #define dispatch_read(...) (cq_dispatch_unsupported_dispatch_read)
 #define dispatch_write(...) (cq_dispatch_unsupported_dispatch_write)
 #define dispatch_io_create(...) (cq_dispatch_unsupported_dispatch_io_create)

@@ -39,7 +39,8 @@ CQ_EXPORT void *cq_get_context(void *object);
 /*
  * cq_set_finalizer_f
  *   `finalizer(context)` runs once, after the last reference is gone and all the object's
- *   queued work has run. For a queue it runs asynchronously on that queue's target queue; for
+ *   queued work has run, if the object's context is not NULL (as in libdispatch: a finalizer
+ *   exists to free the context). For a queue it runs asynchronously on that queue's target queue; for
  *   other objects on the default global queue. NULL removes it. Set before the last release.
  *   Global queues and the main queue are never finalized: setting one does nothing.
  */
@@ -55,6 +56,15 @@ CQ_EXPORT void cq_set_finalizer_f(void *object, cq_function_t finalizer);
  */
 CQ_EXPORT void cq_suspend(void *object);
 CQ_EXPORT void cq_resume(void *object);
+
+/*
+ * cq_activate
+ *   Activates an inactive object: a source that was never resumed, or a queue made with
+ *   cq_queue_create_inactive. On an object that is already active it does nothing (also when
+ *   two threads activate at once: one of them resumes). A cq_resume of an inactive object
+ *   activates it too. libdispatch: dispatch_activate. Thread-safe; never blocks.
+ */
+CQ_EXPORT void cq_activate(void *object);
 
 CQ_END_DECLS
 

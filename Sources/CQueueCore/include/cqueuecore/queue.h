@@ -47,6 +47,16 @@ CQ_EXPORT cq_queue_attr_t cq_queue_attr_concurrent(void);
 CQ_EXPORT cq_queue_t cq_queue_create(const char *label, cq_queue_attr_t attr) CQ_WARN_RESULT;
 
 /*
+ * cq_queue_create_inactive
+ *   As cq_queue_create, but the queue starts inactive (libdispatch's
+ *   dispatch_queue_attr_make_initially_inactive): it accepts work, runs none, and may be
+ *   retargeted freely until cq_activate (or a cq_resume) activates it. Releasing it before
+ *   activation aborts, as releasing a suspended queue does. Thread-safe.
+ */
+CQ_EXPORT cq_queue_t cq_queue_create_inactive(const char *label,
+                                              cq_queue_attr_t attr) CQ_WARN_RESULT;
+
+/*
  * cq_get_global_queue
  *   The global concurrent queue of a priority: one of CQ_QUEUE_PRIORITY_*; other values are
  *   rounded to the nearest one. `flags` is reserved and must be 0 (otherwise NULL, errno
