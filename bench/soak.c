@@ -2,7 +2,7 @@
  * cq-soak: keeps the runtime busy for minutes with a mix of everything, and checks that it
  * holds up: every task counted exactly once, throughput steady, resident memory flat.
  *
- *   cq-soak [SECONDS] [--interval SECONDS]      (default 300 s, a line every 10 s)
+ *   cq-soak [SECONDS] [--interval SECONDS] [--smoke]   (default 300 s, a line every 10 s)
  *
  * Each round, from two application threads at once (and from inside tasks):
  *   - 20k tasks onto the global queues (all four priorities) in a group;
@@ -19,7 +19,8 @@
  * size. At the
  * end: the throughput range and the RSS growth from the first interval to the last. Exit status
  * 1 if a count was wrong or the RSS grew by more than 10 % (after the first interval, which
- * includes warm-up).
+ * includes warm-up). With --smoke (the few seconds ctest runs) the RSS is printed, not judged:
+ * a run that short is still warming up on a busy machine, so only the counts decide.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -357,15 +358,18 @@ static void *driver(void *arg)
 int main(int argc, char **argv)
 {
     double seconds = 300, interval = 10;
+    bool smoke = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--interval") == 0 && i + 1 < argc) {
             interval = atof(argv[++i]);
+        } else if (strcmp(argv[i], "--smoke") == 0) {
+            smoke = true;
         } else {
             seconds = atof(argv[i]);
         }
     }
     if (seconds <= 0 || interval <= 0) {
-        fprintf(stderr, "usage: cq-soak [SECONDS] [--interval SECONDS]\n");
+        fprintf(stderr, "usage: cq-soak [SECONDS] [--interval SECONDS] [--smoke]\n");
         return 2;
     }
     enum { DRIVERS = 2 };
@@ -421,7 +425,7 @@ int main(int argc, char **argv)
 #else
     const bool rss_checked = true;
 #endif
-    if (atomic_load(&errors) != 0 || (rss_checked && intervals > 2 && growth > 10.0)) {
+    if (atomic_load(&errors) != 0 || (rss_checked && !smoke && intervals > 2 && growth > 10.0)) {
         printf("FAILED\n");
         return 1;
     }
