@@ -1,5 +1,6 @@
 /*
- * The thread pool (see pool_internal.h for the model and the idle-word protocol).
+ * The thread pool: procs, threads, bands, the idle protocol, blocking waits, start-up and
+ * fork (see pool_internal.h for the model; pool_find.c pushes and finds work).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -11,105 +12,70 @@
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "diag_internal.h"
 #include "fork_internal.h"
-#include "inject_internal.h"
 #include "parker_internal.h"
 #include "task_internal.h"
 #include "thread_internal.h"
 
-#define IDLE_SEARCHING(s) ((uint32_t)((s)&0xffffu))
-#define IDLE_UNPARKED(s) ((uint32_t)(((s) >> 16) & 0xffffu))
-#define IDLE_NPROCS(s) ((uint32_t)(((s) >> 32) & 0xffffu))
-#define IDLE_SEARCHING_ONE 1ull
-#define IDLE_UNPARKED_ONE (1ull << 16)
-#define IDLE_NPROCS_ONE (1ull << 32)
+#define IDLE_SEARCHING CQ__IDLE_SEARCHING
+#define IDLE_UNPARKED CQ__IDLE_UNPARKED
+#define IDLE_NPROCS CQ__IDLE_NPROCS
+#define IDLE_SEARCHING_ONE CQ__IDLE_SEARCHING_ONE
+#define IDLE_UNPARKED_ONE CQ__IDLE_UNPARKED_ONE
+#define IDLE_NPROCS_ONE CQ__IDLE_NPROCS_ONE
 
-static struct {
-    _Atomic uint64_t idle CQ_CACHE_ALIGNED;
-    struct cq__inject inject[CQ__PRIO_COUNT];
-    _Atomic uint32_t nprocs_seen CQ_CACHE_ALIGNED; /* procs[0, nprocs_seen) are allocated */
-    struct cq__proc *_Atomic procs[CQ__MAX_PROCS];
-    uint32_t workers;
-    /* protected by lock */
-    pthread_mutex_t lock;
-    struct cq__proc *idle_parked; /* idle procs whose thread is parked with them */
-    struct cq__proc *idle_free;   /* idle procs without a thread */
-    struct cq__thread *spares;    /* parked threads without a proc */
-    uint32_t nspares;
-    uint32_t spare_limit;
-    uint32_t thread_limit;
-    _Atomic uint32_t nthreads;
-    _Atomic uint32_t threads_peak;
-    uint32_t next_thread_index;
-    /* counters for cq_runtime_get_info */
-    _Atomic uint32_t blocked;
-    _Atomic uint32_t blocked_in_tasks; /* procs the monitor last saw blocked in the kernel */
-    _Atomic uint32_t limit_reached;
-    _Atomic uint64_t handoffs;
-    _Atomic uint64_t monitor_spawns;
-    atomic_bool limit_reported;
-} pool = {
+struct cq__pool_state cq__pool = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
 };
+#define pool cq__pool
 
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER; /* pool_init runs under it */
-static _Atomic bool pool_started;
+_Atomic bool cq__pool_started;
 
-/* ---------------------------------------------------------------------------------------- */
-/* Inject queues                                                                            */
-
-static struct cq__item *inject_take_any(struct cq__proc *p)
-{
-    uint32_t room = cq__runq_free(&p->rq);
-    uint32_t max = room / 2 < 32 ? room / 2 : 32;
-    if (max == 0) {
-        max = 1;
-    }
-    for (uint32_t prio = 0; prio < CQ__PRIO_COUNT; prio++) {
-        struct cq__item *it = cq__inject_take(&pool.inject[prio], &p->rq, max);
-        if (it) {
-            return it;
-        }
-    }
-    return NULL;
-}
-
-static bool inject_any_work(void)
-{
-    for (uint32_t prio = 0; prio < CQ__PRIO_COUNT; prio++) {
-        if (cq__inject_maybe_work(&pool.inject[prio])) {
-            return true;
-        }
-    }
-    return false;
-}
+/* What each band runs: its levels, the level of its fast path and LIFO slot. */
+static const struct {
+    uint8_t levels, main_level, lifo_levels;
+    const char *thread_name; /* pthread name prefix: what `top -H` and perf show */
+} band_info[CQ__BAND_COUNT] = {
+    [CQ__BAND_NORMAL] = {CQ__LEVEL(CQ__PRIO_HIGH) | CQ__LEVEL(CQ__PRIO_DEFAULT) |
+                             CQ__LEVEL(CQ__PRIO_LOW),
+                         CQ__PRIO_DEFAULT, CQ__LEVEL(CQ__PRIO_DEFAULT), "cq-worker"},
+    [CQ__BAND_EXPRESS] = {CQ__LEVEL(CQ__PRIO_HIGH), CQ__PRIO_HIGH, 0, "cq-high"},
+    [CQ__BAND_BACKGROUND] = {CQ__LEVEL(CQ__PRIO_BACKGROUND), CQ__PRIO_BACKGROUND,
+                             CQ__LEVEL(CQ__PRIO_BACKGROUND), "cq-bg"},
+};
 
 /* ---------------------------------------------------------------------------------------- */
 /* Procs and threads                                                                        */
 
-static inline struct cq__proc *proc_at(uint32_t i)
-{
-    return cq__load(&pool.procs[i], acquire); /* pairs with the release store in proc_new */
-}
-
-static struct cq__proc *proc_new(bool extra)
+static struct cq__proc *proc_new(unsigned band, bool extra)
 {
     struct cq__proc *p = aligned_alloc(CQ_CACHELINE, sizeof *p);
     if (p == NULL) {
         return NULL;
     }
-    memset(p, 0, sizeof *p);
-    cq__runq_init(&p->rq);
+    for (unsigned prio = 0; prio < CQ__PRIO_COUNT; prio++) {
+        cq__runq_init(&p->rq[prio]);
+    }
+    /* everything after the rings; the slots need no initialising */
+    memset((char *)p + offsetof(struct cq__proc, lifo), 0,
+           sizeof *p - offsetof(struct cq__proc, lifo));
     atomic_init(&p->lifo, NULL);
     uint32_t i = cq__load(&pool.nprocs_seen, relaxed);
     p->index = i;
+    p->band = (uint8_t)band;
+    p->levels = band_info[band].levels;
+    p->main_level = band_info[band].main_level;
+    p->lifo_levels = band_info[band].lifo_levels;
     p->extra = extra;
     p->search_ns = CQ__SPIN_SEARCH_NS;
     p->rng = 0x9e3779b97f4a7c15ull * (i + 1);
@@ -117,25 +83,6 @@ static struct cq__proc *proc_new(bool extra)
     cq__store(&pool.procs[i], p, release);
     cq__store(&pool.nprocs_seen, i + 1, release);
     return p;
-}
-
-static bool proc_has_work(struct cq__proc *p)
-{
-    return cq__load(&p->lifo, relaxed) != NULL || !cq__runq_is_empty(&p->rq);
-}
-
-bool cq__pool_work_waiting(void)
-{
-    if (inject_any_work()) {
-        return true;
-    }
-    uint32_t n = cq__load(&pool.nprocs_seen, acquire);
-    for (uint32_t i = 0; i < n; i++) {
-        if (proc_has_work(proc_at(i))) {
-            return true;
-        }
-    }
-    return false;
 }
 
 static void unpark_thread(struct cq__thread *t)
@@ -227,6 +174,7 @@ static void spawn_thread(struct cq__proc *p, bool searching)
     int err = ENOMEM;
     if (t) {
         t->proc = p;
+        t->band = p->band;
         t->wake_searching = searching;
         pthread_mutex_lock(&pool.lock);
         t->index = pool.next_thread_index++;
@@ -245,7 +193,7 @@ static void spawn_thread(struct cq__proc *p, bool searching)
     cq__sub(&pool.nthreads, 1, relaxed);
     p->thread = NULL;
     if (searching) {
-        cq__sub(&pool.idle, IDLE_SEARCHING_ONE, seq_cst);
+        cq__sub(&pool.band[p->band].idle, IDLE_SEARCHING_ONE, seq_cst);
     }
     idle_push_free_locked(p);
     pthread_mutex_unlock(&pool.lock);
@@ -256,10 +204,11 @@ static void spawn_thread(struct cq__proc *p, bool searching)
 
 static void idle_push_free_locked(struct cq__proc *p)
 {
+    struct cq__band *b = &pool.band[p->band];
     p->idle = true;
-    p->next_idle = pool.idle_free;
-    pool.idle_free = p;
-    cq__sub(&pool.idle, IDLE_UNPARKED_ONE, seq_cst);
+    p->next_idle = b->idle_free;
+    b->idle_free = p;
+    cq__sub(&b->idle, IDLE_UNPARKED_ONE, seq_cst);
 }
 
 static bool idle_remove_locked(struct cq__proc **list, struct cq__proc *p)
@@ -274,71 +223,70 @@ static bool idle_remove_locked(struct cq__proc **list, struct cq__proc *p)
     return false;
 }
 
-static bool idle_try_searching(void)
+bool cq__pool_try_searching(unsigned band)
 {
-    uint64_t s = cq__load(&pool.idle, relaxed);
+    _Atomic uint64_t *idle = &pool.band[band].idle;
+    uint64_t s = cq__load(idle, relaxed);
     for (;;) {
         if (2 * IDLE_SEARCHING(s) >= IDLE_NPROCS(s)) {
             return false;
         }
-        if (cq__cas_weak(&pool.idle, &s, s + IDLE_SEARCHING_ONE, seq_cst)) {
+        if (cq__cas_weak(idle, &s, s + IDLE_SEARCHING_ONE, seq_cst)) {
             return true;
         }
     }
 }
 
-static void notify_slow(void);
-
-/* Someone may have work and nobody searches for it: wake an idle proc if there is one. */
-static inline void notify(void)
+void cq__pool_stop_searching(struct cq__thread *t, struct cq__proc *p)
 {
-    uint64_t s = cq__load(&pool.idle, seq_cst);
-    if (IDLE_SEARCHING(s) != 0) {
-        return;
-    }
-    if (IDLE_UNPARKED(s) < IDLE_NPROCS(s)) {
-        notify_slow();
-    } else {
-        cq__monitor_kick();
-    }
+    t->searching = false;
+    cq__sub(&pool.band[p->band].idle, IDLE_SEARCHING_ONE, seq_cst);
+    cq__pool_announce_backlog(p);
 }
 
-static CQ_NOINLINE void notify_slow(void)
+/* Someone may have work for the band and nobody of it searches: wake an idle proc of it if
+ * there is one (its parked thread, a spare thread of the band, or a new thread). */
+CQ_NOINLINE bool cq__pool_notify_slow(unsigned band)
 {
+    struct cq__band *b = &pool.band[band];
     struct cq__thread *wake = NULL;
     struct cq__proc *spawn = NULL;
     pthread_mutex_lock(&pool.lock);
-    uint64_t s = cq__load(&pool.idle, seq_cst);
-    if (IDLE_SEARCHING(s) != 0 || IDLE_UNPARKED(s) >= IDLE_NPROCS(s)) {
+    uint64_t s = cq__load(&b->idle, seq_cst);
+    if (IDLE_SEARCHING(s) != 0) {
         pthread_mutex_unlock(&pool.lock);
-        return;
+        return true;
     }
-    struct cq__proc *p = pool.idle_parked;
+    if (IDLE_UNPARKED(s) >= IDLE_NPROCS(s)) {
+        pthread_mutex_unlock(&pool.lock);
+        return false;
+    }
+    struct cq__proc *p = b->idle_parked;
     if (p) {
-        pool.idle_parked = p->next_idle;
+        b->idle_parked = p->next_idle;
         wake = p->thread;
-    } else if ((p = pool.idle_free) != NULL) {
-        pool.idle_free = p->next_idle;
-        if ((wake = pool.spares) != NULL) {
-            pool.spares = wake->next_spare;
-            pool.nspares--;
+    } else if ((p = b->idle_free) != NULL) {
+        b->idle_free = p->next_idle;
+        if ((wake = b->spares) != NULL) {
+            b->spares = wake->next_spare;
+            b->nspares--;
             wake->proc = p;
             p->thread = wake;
         } else if (thread_slot_reserve_locked()) {
             spawn = p;
         } else {
-            p->next_idle = pool.idle_free; /* put it back: nobody can run it */
-            pool.idle_free = p;
+            p->next_idle = b->idle_free; /* put it back: nobody can run it */
+            b->idle_free = p;
             pthread_mutex_unlock(&pool.lock);
             note_limit_reached();
-            return;
+            return false;
         }
     } else {
         pthread_mutex_unlock(&pool.lock);
-        return;
+        return false;
     }
     p->idle = false;
-    cq__add(&pool.idle, IDLE_UNPARKED_ONE + IDLE_SEARCHING_ONE, seq_cst);
+    cq__add(&b->idle, IDLE_UNPARKED_ONE + IDLE_SEARCHING_ONE, seq_cst);
     if (wake) {
         wake->wake_searching = true;
     }
@@ -348,202 +296,7 @@ static CQ_NOINLINE void notify_slow(void)
     } else {
         spawn_thread(spawn, true);
     }
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* Pushing work                                                                             */
-
-static void ring_push(struct cq__proc *p, struct cq__item *it)
-{
-    for (;;) {
-        switch (cq__runq_push(&p->rq, it)) {
-        case CQ__RUNQ_PUSHED:
-            return;
-        case CQ__RUNQ_STEALING:
-            cq__inject_push(&pool.inject[CQ__PRIO_DEFAULT], CQ__PRIO_DEFAULT, it);
-            return;
-        case CQ__RUNQ_FULL: {
-            struct cq__item *first, *last;
-            uint32_t n;
-            if (cq__runq_push_overflow(&p->rq, it, &first, &last, &n)) {
-                for (struct cq__item *x = first, *next; n--; x = next) {
-                    next = cq__load(&x->next, relaxed); /* before x is published and run */
-                    cq__inject_push(&pool.inject[CQ__PRIO_DEFAULT], CQ__PRIO_DEFAULT, x);
-                }
-                return;
-            }
-            break;
-        }
-        }
-    }
-}
-
-void cq__pool_push(struct cq__item *it, unsigned prio, unsigned flags)
-{
-    struct cq__proc *p = cq__tls.proc;
-    if (p) {
-        if (flags & CQ__PUSH_WAKEUP) {
-            /* seq_cst: publishes the item before notify() reads the idle word */
-            struct cq__item *prev = cq__xchg(&p->lifo, it, seq_cst);
-            if (prev) {
-                ring_push(p, prev);
-                cq__fence(seq_cst);
-            }
-        } else {
-            ring_push(p, it);
-            cq__fence(seq_cst); /* store-load: the ring's tail before the idle word */
-        }
-    } else {
-        if (cq__unlikely(!cq__load(&pool_started, acquire))) {
-            cq__pool_ensure_started();
-        }
-        cq__inject_push(&pool.inject[prio], prio, it); /* seq_cst publish inside */
-    }
-    notify();
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* Finding work                                                                             */
-
-static inline struct cq__item *lifo_take(struct cq__proc *p)
-{
-    if (cq__load(&p->lifo, relaxed) == NULL) {
-        return NULL;
-    }
-    return cq__xchg(&p->lifo, NULL, acquire); /* acquire: pairs with the pusher's exchange */
-}
-
-/*
- * Work this worker leaves waiting — items a batch moved into its ring, or items still in the
- * inject queues — must not sit unseen while it runs a long or blocking task and other workers
- * sleep. A real backlog wakes an idle worker at once (a burst fans out one worker at a time).
- * A small one does not: a wake-up costs far more than running a few short tasks here, so it
- * only makes sure the monitor is watching, which wakes an idle worker if this one gets stuck.
- */
-#define CQ__FANOUT_BACKLOG 4u
-
-static inline void announce_backlog(struct cq__proc *p)
-{
-    uint32_t len = cq__runq_len(&p->rq);
-    if (len >= CQ__FANOUT_BACKLOG) {
-        notify();
-    } else if (len > 0 || inject_any_work()) {
-        cq__monitor_kick();
-    }
-}
-
-static struct cq__item *next_local(struct cq__proc *p)
-{
-    struct cq__item *it;
-    if (++p->tick % CQ__INJECT_INTERVAL == 0 && (it = inject_take_any(p)) != NULL) {
-        announce_backlog(p);
-        return it;
-    }
-    if (p->lifo_streak < CQ__LIFO_STREAK_MAX) {
-        if ((it = lifo_take(p)) != NULL) {
-            p->lifo_streak++;
-            return it;
-        }
-    } else if ((it = lifo_take(p)) != NULL) {
-        ring_push(p, it); /* give the ring its turn */
-    }
-    p->lifo_streak = 0;
-    if ((it = cq__runq_pop(&p->rq)) != NULL) {
-        return it;
-    }
-    if ((it = inject_take_any(p)) != NULL) {
-        announce_backlog(p); /* the rest of the batch is in our ring now */
-    }
-    return it;
-}
-
-static inline uint64_t rng_next(struct cq__proc *p)
-{
-    p->rng ^= p->rng << 13;
-    p->rng ^= p->rng >> 7;
-    p->rng ^= p->rng << 17;
-    return p->rng;
-}
-
-/* The LIFO slot of a victim that has been running the same item for at least this long. */
-#define LIFO_STEAL_AFTER_NS 20000u
-
-static struct cq__item *steal_lifo(struct cq__proc *p, struct cq__proc *v)
-{
-    if (cq__load(&v->lifo, relaxed) == NULL || !cq__load(&v->running, relaxed)) {
-        return NULL;
-    }
-    uint32_t started = cq__load(&v->started, relaxed);
-    uint64_t now = cq__now_ns();
-    if (p->lifo_victim != v || p->lifo_victim_started != started) {
-        p->lifo_victim = v;
-        p->lifo_victim_started = started;
-        p->lifo_victim_since = now;
-        return NULL;
-    }
-    if (now - p->lifo_victim_since < LIFO_STEAL_AFTER_NS) {
-        return NULL;
-    }
-    p->lifo_victim = NULL;
-    return cq__xchg(&v->lifo, NULL, acquire);
-}
-
-static struct cq__item *steal_work(struct cq__proc *p)
-{
-    uint32_t n = cq__load(&pool.nprocs_seen, acquire);
-    uint32_t start = (uint32_t)(rng_next(p) % n);
-    for (uint32_t i = 0; i < n; i++) {
-        struct cq__proc *v = proc_at((start + i) % n);
-        if (v == p || cq__load(&v->retired, relaxed)) {
-            continue;
-        }
-        struct cq__item *it = cq__runq_steal_into(&v->rq, &p->rq);
-        if (it || (it = steal_lifo(p, v)) != NULL) {
-            return it;
-        }
-    }
-    return inject_take_any(p);
-}
-
-/* Spins looking for work for a bounded time; the caller is searching (or could not be). */
-static struct cq__item *search(struct cq__thread *t, struct cq__proc *p)
-{
-    if (!t->searching) {
-        if (!idle_try_searching()) {
-            return steal_work(p); /* enough searchers: one look, then park */
-        }
-        t->searching = true;
-    }
-    /* Pure spinning: a searcher must notice new work within tens of nanoseconds, and it is
-     * at most half the workers, so it never takes the CPU a producer needs on its own.
-     * The spin adapts: a search that finds work doubles the next one (a stream of work keeps
-     * a worker spinning and saves the wake-ups), one that ends in a park halves it (work that
-     * trickles in at longer intervals does not cost a CPU spinning for it). */
-    uint64_t deadline = cq__now_ns() + p->search_ns;
-    uint32_t relax = cq__spin_iterations(200);
-    for (;;) {
-        struct cq__item *it = steal_work(p);
-        if (it) {
-            p->search_ns = p->search_ns * 2 < CQ__SPIN_SEARCH_NS ? p->search_ns * 2
-                                                                 : CQ__SPIN_SEARCH_NS;
-            return it;
-        }
-        if (cq__now_ns() >= deadline) {
-            p->search_ns = p->search_ns / 2 > CQ__SPIN_SEARCH_MIN_NS ? p->search_ns / 2
-                                                                     : CQ__SPIN_SEARCH_MIN_NS;
-            return NULL;
-        }
-        for (uint32_t i = 0; i < relax; i++) {
-            cq__cpu_relax();
-        }
-    }
-}
-
-static inline void stop_searching(struct cq__thread *t, struct cq__proc *p)
-{
-    t->searching = false;
-    cq__sub(&pool.idle, IDLE_SEARCHING_ONE, seq_cst);
-    announce_backlog(p);
+    return true;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -552,23 +305,24 @@ static inline void stop_searching(struct cq__thread *t, struct cq__proc *p)
 /* Parks t with its proc p; returns when woken (as a searcher) or when work showed up. */
 static void park(struct cq__thread *t, struct cq__proc *p)
 {
+    struct cq__band *b = &pool.band[p->band];
     pthread_mutex_lock(&pool.lock);
     p->idle = true;
-    p->next_idle = pool.idle_parked;
-    pool.idle_parked = p;
+    p->next_idle = b->idle_parked;
+    b->idle_parked = p;
     uint64_t dec = IDLE_UNPARKED_ONE + (t->searching ? IDLE_SEARCHING_ONE : 0);
     t->searching = false;
-    cq__sub(&pool.idle, dec, seq_cst);
+    cq__sub(&b->idle, dec, seq_cst);
     pthread_mutex_unlock(&pool.lock);
 
-    /* Re-check every source of work after a full fence: a producer that published work before
-     * our idle-word update saw us as unparked and did not wake anyone. */
+    /* Re-check every source of the band's work after a full fence: a producer that published
+     * work before our idle-word update saw us as unparked and did not wake anyone. */
     cq__fence(seq_cst);
-    if (cq__pool_work_waiting()) {
+    if (cq__pool_band_work_waiting(p->band)) {
         pthread_mutex_lock(&pool.lock);
-        bool mine = p->idle && idle_remove_locked(&pool.idle_parked, p);
+        bool mine = p->idle && idle_remove_locked(&b->idle_parked, p);
         if (mine) {
-            cq__add(&pool.idle, IDLE_UNPARKED_ONE + IDLE_SEARCHING_ONE, seq_cst);
+            cq__add(&b->idle, IDLE_UNPARKED_ONE + IDLE_SEARCHING_ONE, seq_cst);
             t->searching = true;
         }
         pthread_mutex_unlock(&pool.lock);
@@ -585,45 +339,52 @@ static void park(struct cq__thread *t, struct cq__proc *p)
 /* An extra proc with nothing to do leaves the pool; its thread exits. */
 static bool retire_extra(struct cq__thread *t, struct cq__proc *p)
 {
+    struct cq__band *b = &pool.band[p->band];
     pthread_mutex_lock(&pool.lock);
-    uint64_t s = cq__load(&pool.idle, relaxed);
-    if (IDLE_NPROCS(s) <= pool.workers) {
+    uint64_t s = cq__load(&b->idle, relaxed);
+    if (IDLE_NPROCS(s) <= b->base) {
         pthread_mutex_unlock(&pool.lock);
         return false;
     }
     uint64_t dec = IDLE_UNPARKED_ONE + IDLE_NPROCS_ONE + (t->searching ? IDLE_SEARCHING_ONE : 0);
     t->searching = false;
-    cq__sub(&pool.idle, dec, seq_cst);
+    cq__sub(&b->idle, dec, seq_cst);
     p->thread = NULL;
     cq__store(&p->retired, 1, release);
     cq__sub(&pool.nthreads, 1, relaxed);
     pthread_mutex_unlock(&pool.lock);
-    /* Items pushed to the ring after our last look (by nobody: only we push there) cannot
+    /* Items pushed to the rings after our last look (by nobody: only we push there) cannot
      * exist, but a LIFO item may have been put back by a helper; hand leftovers on. */
     struct cq__item *it;
-    while ((it = cq__runq_pop(&p->rq)) != NULL || (it = lifo_take(p)) != NULL) {
-        cq__inject_push(&pool.inject[CQ__PRIO_DEFAULT], CQ__PRIO_DEFAULT, it);
+    for (unsigned prio = 0; prio < CQ__PRIO_COUNT; prio++) {
+        while ((it = cq__runq_pop(&p->rq[prio])) != NULL) {
+            cq__inject_push(&pool.inject[prio], prio, it);
+        }
+    }
+    if ((it = cq__pool_lifo_take(p)) != NULL) {
+        cq__inject_push(&pool.inject[it->prio], it->prio, it);
     }
     cq__fence(seq_cst);
-    if (cq__pool_work_waiting()) {
-        notify();
+    if (cq__pool_band_work_waiting(p->band)) {
+        cq__pool_notify_prio(p->main_level);
     }
     return true;
 }
 
 /*
- * Gets a proc for a thread that has none (it blocked and gave its proc away). Returns NULL if
- * the thread should exit (too many spares).
+ * Gets a proc of its band for a thread that has none (it blocked and gave its proc away).
+ * Returns NULL if the thread should exit (too many spares).
  */
 static struct cq__proc *acquire_proc(struct cq__thread *t, bool may_wait)
 {
+    struct cq__band *b = &pool.band[t->band];
     pthread_mutex_lock(&pool.lock);
-    struct cq__proc *p = pool.idle_free;
+    struct cq__proc *p = b->idle_free;
     if (p) {
-        pool.idle_free = p->next_idle;
+        b->idle_free = p->next_idle;
         p->idle = false;
         p->thread = t;
-        cq__add(&pool.idle, IDLE_UNPARKED_ONE, seq_cst);
+        cq__add(&b->idle, IDLE_UNPARKED_ONE, seq_cst);
         pthread_mutex_unlock(&pool.lock);
         t->proc = p;
         cq__tls.proc = p;
@@ -633,14 +394,14 @@ static struct cq__proc *acquire_proc(struct cq__thread *t, bool may_wait)
         pthread_mutex_unlock(&pool.lock);
         return NULL;
     }
-    if (pool.nspares >= pool.spare_limit) {
+    if (b->nspares >= b->spare_limit) {
         cq__sub(&pool.nthreads, 1, relaxed);
         pthread_mutex_unlock(&pool.lock);
         return NULL;
     }
-    t->next_spare = pool.spares;
-    pool.spares = t;
-    pool.nspares++;
+    t->next_spare = b->spares;
+    b->spares = t;
+    b->nspares++;
     pthread_mutex_unlock(&pool.lock);
     park_thread(t); /* until given a proc */
     t->searching = t->wake_searching;
@@ -673,8 +434,8 @@ static void worker_loop(struct cq__thread *t)
             }
             continue;
         }
-        struct cq__item *it = next_local(p);
-        if (it == NULL && (it = search(t, p)) == NULL) {
+        struct cq__item *it = cq__pool_find_work(t, p);
+        if (it == NULL) {
             if (p->extra && retire_extra(t, p)) {
                 t->proc = NULL;
                 cq__tls.proc = NULL;
@@ -683,12 +444,27 @@ static void worker_loop(struct cq__thread *t)
             park(t, p);
             continue;
         }
-        if (t->searching) {
-            stop_searching(t, p);
-        }
         run_item(t, p, it);
         if (cq__unlikely(cq__tls.thread != t)) {
             cq__fork_child_task_returned(); /* the task forked: this is the child */
+        }
+    }
+}
+
+/* Background threads run at nice 19: the kernel runs every other thread first (and preempts
+ * them when one wakes), yet never starves them outright, so work that waits for a background
+ * task (a sync onto a background queue) still finishes. Raising the nice value needs no
+ * privilege; an unprivileged thread cannot lower it again, hence threads keep their band. */
+static void apply_band_os_priority(struct cq__thread *t)
+{
+    if (t->band == CQ__BAND_BACKGROUND) {
+        pid_t tid = cq__load(&t->tid, relaxed);
+        if (setpriority(PRIO_PROCESS, (id_t)tid, CQ__BACKGROUND_NICE) != 0) {
+            static atomic_bool reported;
+            cq__report_once(&reported,
+                            "cannot lower the OS priority of background threads (%s); "
+                            "background work competes with other work for the CPUs",
+                            strerror(errno));
         }
     }
 }
@@ -698,8 +474,9 @@ static void *thread_main(void *arg)
     struct cq__thread *t = arg;
     cq__store(&t->tid, (pid_t)syscall(SYS_gettid), relaxed);
     char name[16];
-    snprintf(name, sizeof name, "cq-worker-%u", t->index);
+    snprintf(name, sizeof name, "%s-%u", band_info[t->band].thread_name, t->index);
     pthread_setname_np(pthread_self(), name);
+    apply_band_os_priority(t);
     cq__tls.thread = t;
     cq__tls.main_thread = 2;
     cq__thread_exit_hook();
@@ -717,10 +494,10 @@ static void *thread_main(void *arg)
 /* ---------------------------------------------------------------------------------------- */
 /* Blocking waits                                                                           */
 
-void cq__pool_block_begin(struct cq__block *b)
+void cq__pool_block_begin(struct cq__block *blk)
 {
     struct cq__thread *t = cq__tls.thread;
-    b->active = t != NULL;
+    blk->active = t != NULL;
     if (t == NULL) {
         return;
     }
@@ -729,16 +506,17 @@ void cq__pool_block_begin(struct cq__block *b)
     if (p == NULL) {
         return;
     }
+    struct cq__band *b = &pool.band[p->band];
     cq__store(&p->running, 0, relaxed);
     t->proc = NULL;
     cq__tls.proc = NULL;
-    bool work = proc_has_work(p) || inject_any_work();
+    bool work = cq__pool_proc_has_work(p) || cq__pool_band_work_waiting(p->band);
     pthread_mutex_lock(&pool.lock);
     if (work) {
-        struct cq__thread *spare = pool.spares;
+        struct cq__thread *spare = b->spares;
         if (spare) {
-            pool.spares = spare->next_spare;
-            pool.nspares--;
+            b->spares = spare->next_spare;
+            b->nspares--;
             spare->proc = p;
             spare->wake_searching = false;
             p->thread = spare;
@@ -753,33 +531,33 @@ void cq__pool_block_begin(struct cq__block *b)
             spawn_thread(p, false);
             return;
         }
-        /* At the limit: keep the proc. Thieves can take its ring but not its LIFO slot (only
-         * a running owner's), so the item there moves to the ring, and an idle worker is
-         * told: no runnable item stays pinned to a thread that sleeps. */
+        /* At the limit: keep the proc. Thieves can take its rings but not its LIFO slot
+         * (only a running owner's), so the item there moves to its ring, and an idle worker
+         * is told: no runnable item stays pinned to a thread that sleeps. */
         pthread_mutex_unlock(&pool.lock);
         t->proc = p;
         cq__tls.proc = p;
-        struct cq__item *pinned = lifo_take(p);
+        struct cq__item *pinned = cq__pool_lifo_take(p);
         if (pinned) {
-            ring_push(p, pinned);
+            cq__pool_ring_push(p, pinned);
             cq__fence(seq_cst); /* store-load: the ring's tail before the idle word */
         }
         note_limit_reached();
-        notify();
+        cq__pool_notify_prio(p->main_level);
         return;
     }
     p->thread = NULL;
     idle_push_free_locked(p);
     pthread_mutex_unlock(&pool.lock);
     cq__fence(seq_cst);
-    if (cq__pool_work_waiting()) {
-        notify();
+    if (cq__pool_band_work_waiting(p->band)) {
+        cq__pool_notify_prio(p->main_level);
     }
 }
 
-void cq__pool_block_end(struct cq__block *b)
+void cq__pool_block_end(struct cq__block *blk)
 {
-    if (!b->active) {
+    if (!blk->active) {
         return;
     }
     cq__sub(&pool.blocked, 1, relaxed);
@@ -790,85 +568,73 @@ void cq__pool_block_end(struct cq__block *b)
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* Helping                                                                                  */
+/* Start-up, monitor interface, info                                                        */
 
-bool cq__pool_help(bool (*pred)(struct cq__item *, void *), void *arg)
+/* Creates a band's procs: `running` of them get a thread now, the rest wait threadless in
+ * idle_free until work for them arrives. */
+static void band_init(unsigned band, uint32_t procs, uint32_t running, bool extras,
+                      struct cq__proc **started)
 {
-    struct cq__proc *p = cq__tls.proc;
-    if (p == NULL || cq__tls.help_depth >= CQ__HELP_DEPTH_MAX) {
-        return false;
-    }
-    struct cq__item *it = lifo_take(p);
-    if (it && !pred(it, arg)) {
-        cq__store(&p->lifo, it, release); /* only the owner fills the slot: put it back */
-        it = NULL;
-    }
-    if (it == NULL) {
-        /* Claim the newest item first, then look at it: a claimed item cannot be run and
-         * freed by a thief under our feet. */
-        it = cq__runq_pop_back(&p->rq);
-        if (it && !pred(it, arg)) {
-            cq__runq_push(&p->rq, it); /* back where it was: we just made room */
-            it = NULL;
+    struct cq__band *b = &pool.band[band];
+    b->levels = band_info[band].levels;
+    b->base = procs;
+    b->spare_limit = procs;
+    b->extras = extras;
+    b->idle_parked = b->idle_free = NULL;
+    b->spares = NULL;
+    b->nspares = 0;
+    cq__store(&b->idle, (uint64_t)procs * IDLE_NPROCS_ONE + (uint64_t)running * IDLE_UNPARKED_ONE,
+              seq_cst);
+    for (uint32_t i = 0; i < procs; i++) {
+        struct cq__proc *p = proc_new(band, false);
+        if (p == NULL) {
+            cq__crash("out of memory starting the pool");
+        }
+        if (i < running) {
+            started[i] = p;
+        } else {
+            p->idle = true;
+            p->next_idle = b->idle_free;
+            b->idle_free = p;
         }
     }
-    if (it == NULL) {
-        return false;
-    }
-    /* The helped task runs as if another worker ran it: not on the waiter's queues (their
-     * specifics, current-queue answers and exclusivity are the waiter's), not in its group. */
-    struct cq__frame *frame = cq__tls.frame;
-    struct cq_group_s *group = cq__tls.group;
-    cq__tls.frame = NULL;
-    cq__tls.group = NULL;
-    cq__tls.help_depth++;
-    cq__item_invoke(it);
-    cq__tls.help_depth--;
-    cq__tls.frame = frame;
-    cq__tls.group = group;
-    return true;
 }
-
-/* ---------------------------------------------------------------------------------------- */
-/* Start-up, monitor interface, info                                                        */
 
 static void pool_init(void)
 {
     uint32_t workers = cq__usable_cpus();
     pool.workers = workers;
     uint32_t dflt_limit = workers * 16 > 128 ? workers * 16 : 128;
+    /* every band's base procs can run at once */
+    uint32_t min_limit = 2 * workers + CQ__EXPRESS_PROCS;
     pool.thread_limit =
-        cq__env_u32_clamped("CQ_THREAD_LIMIT", dflt_limit, workers, CQ__THREAD_LIMIT_MAX);
-    pool.spare_limit = workers;
+        cq__env_u32_clamped("CQ_THREAD_LIMIT", dflt_limit, min_limit, CQ__THREAD_LIMIT_MAX);
     for (uint32_t i = 0; i < CQ__PRIO_COUNT; i++) {
         cq__inject_init(&pool.inject[i]);
     }
-    struct cq__proc *procs[CQ__MAX_PROCS];
-    for (uint32_t i = 0; i < workers; i++) {
-        procs[i] = proc_new(false);
-        if (procs[i] == NULL) {
-            cq__crash("out of memory starting the pool");
-        }
-    }
-    cq__store(&pool.idle, (uint64_t)workers * (IDLE_NPROCS_ONE + IDLE_UNPARKED_ONE), seq_cst);
+    cq__store(&pool.high_hint, 0, relaxed);
+    struct cq__proc *started[CQ__MAX_WORKERS];
+    band_init(CQ__BAND_NORMAL, workers, workers, true, started);
+    band_init(CQ__BAND_EXPRESS, CQ__EXPRESS_PROCS, 0, false, NULL);
+    band_init(CQ__BAND_BACKGROUND, workers, 0, true, NULL);
     cq__store(&pool.nthreads, workers, relaxed);
     cq__store(&pool.threads_peak, workers, relaxed);
-    /* release: pairs with the acquire loads of pool_started; the pool is set up */
-    cq__store(&pool_started, true, release);
+    /* release: pairs with the acquire loads of cq__pool_started; the pool is set up */
+    cq__store(&cq__pool_started, true, release);
     for (uint32_t i = 0; i < workers; i++) {
-        spawn_thread(procs[i], false);
+        spawn_thread(started[i], false);
     }
     cq__monitor_start();
 }
 
 void cq__pool_ensure_started(void)
 {
-    if (cq__likely(cq__load(&pool_started, acquire))) {
+    if (cq__likely(cq__load(&cq__pool_started, acquire))) {
         return;
     }
     cq__fork_handlers_install();
     pthread_mutex_lock(&start_lock);
-    if (!cq__load(&pool_started, relaxed)) {
+    if (!cq__load(&cq__pool_started, relaxed)) {
         pool_init();
     }
     pthread_mutex_unlock(&start_lock);
@@ -901,16 +667,20 @@ void cq__pool_fork_child(void)
         cq__store(&pool.procs[i], NULL, relaxed);
     }
     cq__store(&pool.nprocs_seen, 0, relaxed);
-    cq__store(&pool.idle, 0, relaxed);
+    for (unsigned band = 0; band < CQ__BAND_COUNT; band++) {
+        struct cq__band *b = &pool.band[band];
+        cq__store(&b->idle, 0, relaxed);
+        b->idle_parked = b->idle_free = NULL;
+        b->spares = NULL;
+        b->nspares = 0;
+    }
     for (uint32_t i = 0; i < CQ__PRIO_COUNT; i++) {
         cq__inject_init(&pool.inject[i]);
     }
-    pool.idle_parked = pool.idle_free = NULL;
-    pool.spares = NULL;
-    pool.nspares = 0;
+    cq__store(&pool.high_hint, 0, relaxed);
     cq__store(&pool.nthreads, 0, relaxed);
     cq__store(&pool.blocked, 0, relaxed);
-    cq__store(&pool_started, false, relaxed);
+    cq__store(&cq__pool_started, false, relaxed);
     cq__tls.thread = NULL;
     cq__tls.proc = NULL;
     for (unsigned i = 0; i < sizeof cq__tls.inject / sizeof cq__tls.inject[0]; i++) {
@@ -925,14 +695,9 @@ uint32_t cq__pool_workers(void)
     return pool.workers;
 }
 
-void cq__pool_notify(void)
+bool cq__pool_band_saturated(unsigned band)
 {
-    notify();
-}
-
-bool cq__pool_saturated(void)
-{
-    uint64_t s = cq__load(&pool.idle, seq_cst);
+    uint64_t s = cq__load(&pool.band[band].idle, seq_cst);
     return IDLE_SEARCHING(s) == 0 && IDLE_UNPARKED(s) >= IDLE_NPROCS(s);
 }
 
@@ -941,13 +706,12 @@ uint32_t cq__pool_proc_count(void)
     return cq__load(&pool.nprocs_seen, acquire);
 }
 
-struct cq__proc *cq__pool_proc(uint32_t index)
+bool cq__pool_add_extra_proc(unsigned band)
 {
-    return proc_at(index);
-}
-
-bool cq__pool_add_extra_proc(void)
-{
+    struct cq__band *b = &pool.band[band];
+    if (!b->extras) {
+        return false;
+    }
     pthread_mutex_lock(&pool.lock);
     if (!thread_slot_reserve_locked()) {
         pthread_mutex_unlock(&pool.lock);
@@ -957,14 +721,14 @@ bool cq__pool_add_extra_proc(void)
     struct cq__proc *p = NULL;
     uint32_t n = cq__load(&pool.nprocs_seen, relaxed);
     for (uint32_t i = 0; i < n; i++) {
-        struct cq__proc *c = proc_at(i);
-        if (cq__load(&c->retired, relaxed)) {
+        struct cq__proc *c = cq__pool_proc_at(i);
+        if (c->band == band && cq__load(&c->retired, relaxed)) {
             p = c;
             break;
         }
     }
     if (p == NULL) {
-        p = n < CQ__MAX_PROCS ? proc_new(true) : NULL;
+        p = n < CQ__MAX_PROCS ? proc_new(band, true) : NULL;
     }
     if (p == NULL) {
         cq__sub(&pool.nthreads, 1, relaxed);
@@ -973,7 +737,7 @@ bool cq__pool_add_extra_proc(void)
     }
     cq__store(&p->retired, 0, relaxed);
     p->idle = false;
-    cq__add(&pool.idle, IDLE_NPROCS_ONE + IDLE_UNPARKED_ONE + IDLE_SEARCHING_ONE, seq_cst);
+    cq__add(&b->idle, IDLE_NPROCS_ONE + IDLE_UNPARKED_ONE + IDLE_SEARCHING_ONE, seq_cst);
     pthread_mutex_unlock(&pool.lock);
     cq__add(&pool.monitor_spawns, 1, relaxed);
     spawn_thread(p, true);
@@ -983,9 +747,12 @@ bool cq__pool_add_extra_proc(void)
 void cq_runtime_get_info(struct cq_runtime_info *info)
 {
     cq__pool_ensure_started();
-    uint64_t s = cq__load(&pool.idle, relaxed);
+    uint64_t s = cq__load(&pool.band[CQ__BAND_NORMAL].idle, relaxed);
     pthread_mutex_lock(&pool.lock);
-    info->spares_parked = pool.nspares;
+    info->spares_parked = 0;
+    for (unsigned band = 0; band < CQ__BAND_COUNT; band++) {
+        info->spares_parked += pool.band[band].nspares;
+    }
     pthread_mutex_unlock(&pool.lock);
     info->workers = pool.workers;
     info->procs = IDLE_NPROCS(s);
@@ -997,4 +764,6 @@ void cq_runtime_get_info(struct cq_runtime_info *info)
     info->handoffs = cq__load(&pool.handoffs, relaxed);
     info->monitor_spawns = cq__load(&pool.monitor_spawns, relaxed);
     info->blocked_in_tasks = cq__load(&pool.blocked_in_tasks, relaxed);
+    info->express_wakeups = cq__load(&pool.express_wakeups, relaxed);
+    info->background_procs = IDLE_NPROCS(cq__load(&pool.band[CQ__BAND_BACKGROUND].idle, relaxed));
 }

@@ -1,5 +1,6 @@
 /*
- * The monitor: looks after work waiting behind workers stuck in long tasks.
+ * The monitor: looks after work waiting behind workers stuck in long tasks, band by band
+ * (pool_internal.h).
  *
  * Tasks that block outside the runtime (a read, a sleep, a long spin) hold their worker, and
  * the pool cannot know. The monitor finds out. It is kicked by a producer that finds the pool
@@ -78,19 +79,15 @@ static bool thread_sleeps(pid_t tid)
     return paren && paren[1] == ' ' && (paren[2] == 'S' || paren[2] == 'D');
 }
 
-/* One tick: returns true while work is waiting. */
-static bool tick(void)
+/* Looks at the procs of one band whose work waits; returns how many are blocked. */
+static uint32_t tick_band(unsigned band)
 {
-    if (!cq__pool_work_waiting()) {
-        cq__pool_set_blocked_in_tasks(0);
-        return false;
-    }
     bool busy = false;
     uint32_t blocked = 0;
     uint32_t n = cq__pool_proc_count();
     for (uint32_t i = 0; i < n; i++) {
-        struct cq__proc *p = cq__pool_proc(i);
-        if (cq__load(&p->retired, relaxed)) {
+        struct cq__proc *p = cq__pool_proc_at(i);
+        if (p->band != band || cq__load(&p->retired, relaxed)) {
             continue;
         }
         uint32_t started = cq__load(&p->started, relaxed);
@@ -114,17 +111,34 @@ static bool tick(void)
             busy = true;
         }
     }
-    cq__pool_set_blocked_in_tasks(blocked);
-    if (blocked && cq__pool_saturated()) {
+    if (blocked && cq__pool_band_saturated(band)) {
         /* Work waits and a CPU is idle because its task sleeps in the kernel: replace it. */
-        cq__pool_add_extra_proc();
+        cq__pool_add_extra_proc(band);
     } else if (blocked || busy) {
         /* Work waits behind a long task: an idle worker can take it (stealing from the busy
          * one's ring). A busy task keeps its CPU to itself: more threads than CPUs would only
          * make the computing tasks take turns. */
-        cq__pool_notify();
+        if (!cq__pool_notify_band(band) && band == CQ__BAND_NORMAL &&
+            cq__load(&cq__pool.high_hint, relaxed)) {
+            cq__pool_notify_band(CQ__BAND_EXPRESS); /* high work behind busy workers */
+        }
     }
-    return true;
+    return blocked;
+}
+
+/* One tick: returns true while work is waiting. */
+static bool tick(void)
+{
+    bool waiting = false;
+    uint32_t blocked = 0;
+    for (unsigned band = 0; band < CQ__BAND_COUNT; band++) {
+        if (cq__pool_band_work_waiting(band)) {
+            waiting = true;
+            blocked += tick_band(band);
+        }
+    }
+    cq__pool_set_blocked_in_tasks(blocked);
+    return waiting;
 }
 
 static void *monitor_main(void *arg)

@@ -666,8 +666,11 @@ static uint32_t limit_reached(void)
     return info.limit_reached;
 }
 
-/* One worker, a limit of one thread: a task that blocks while another waits cannot be replaced.
- * Twice: the message comes once, the counter counts both; the work still completes. */
+/* One worker, so the least limit there is: three threads (one per band's base proc). Three
+ * tasks block, each on its own thread; a fourth task waits, and no thread may run it. Twice:
+ * the message comes once, the counter counts both; the work still completes. */
+#define LIMIT_BLOCKERS 3
+
 static void thread_limit(void *arg)
 {
     (void)arg;
@@ -676,8 +679,10 @@ static void thread_limit(void *arg)
     struct limit_case c = {cq_semaphore_create(0), cq_semaphore_create(0), cq_semaphore_create(0)};
     for (int round = 0; round < 2; round++) {
         uint32_t before = limit_reached();
-        cq_async_f(cq_get_global_queue(0, 0), &c, limit_blocker);
-        WAIT_SEMA(c.started);
+        for (int i = 0; i < LIMIT_BLOCKERS; i++) {
+            cq_async_f(cq_get_global_queue(0, 0), &c, limit_blocker);
+            WAIT_SEMA(c.started);
+        }
         cq_async_f(cq_get_global_queue(0, 0), &c, limit_follower);
         uint64_t deadline = cq_test_now_ns() + (uint64_t)CQ_TEST_PATIENCE_NS;
         while (limit_reached() == before) {
@@ -685,12 +690,14 @@ static void thread_limit(void *arg)
             struct timespec pause = {0, 100000};
             nanosleep(&pause, NULL);
         }
-        cq_semaphore_signal(c.gate);
-        WAIT_SEMA(c.done); /* the waiting task ran once the blocked one returned */
+        for (int i = 0; i < LIMIT_BLOCKERS; i++) {
+            cq_semaphore_signal(c.gate);
+        }
+        WAIT_SEMA(c.done); /* the waiting task ran once a blocked one returned */
     }
     struct cq_runtime_info info;
     cq_runtime_get_info(&info);
-    CHECK_EQ(info.thread_limit, 1);
+    CHECK_EQ(info.thread_limit, LIMIT_BLOCKERS);
     CHECK(info.limit_reached >= 2);
 }
 
@@ -1148,7 +1155,10 @@ static void test_assertions_and_main(void)
 static void test_reports(void)
 {
     static const struct expected_line limit[] = {
-        {"CQueueCore: thread limit 1 reached: 1 threads, 1 of them waiting in runtime calls "
+        {"CQueueCore: CQ_THREAD_LIMIT=1 is less than 3, the least the pool supports here: "
+         "using 3\n",
+         1},
+        {"CQueueCore: thread limit 3 reached: 3 threads, 3 of them waiting in runtime calls "
          "and 0 running tasks that sleep in the kernel; new work waits until one returns. "
          "Raise it with CQ_THREAD_LIMIT.\n",
          1},
@@ -1204,13 +1214,14 @@ static void test_reports(void)
         {NULL, 0}};
     expect_report("environment-huge", environment_at_limits, (void *)huge, huge_lines);
 
-    static const char *const small_limit[] = {"2", "1", "2", "2"};
+    /* the least limit: every band's base procs (2 normal, 1 express, 2 background) */
+    static const char *const small_limit[] = {"2", "1", "2", "5"};
     static const struct expected_line small_lines[] = {
-        {"CQueueCore: CQ_THREAD_LIMIT=1 is less than 2, the least the pool supports here: "
-         "using 2\n",
+        {"CQueueCore: CQ_THREAD_LIMIT=1 is less than 5, the least the pool supports here: "
+         "using 5\n",
          1},
         {NULL, 0}};
-    expect_report("thread-limit-below-workers", environment_at_limits, (void *)small_limit,
+    expect_report("thread-limit-below-minimum", environment_at_limits, (void *)small_limit,
                   small_lines);
 
     static const struct expected_line negative[] = {

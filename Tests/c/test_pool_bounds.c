@@ -53,6 +53,30 @@ static void test_cpu_bound_tasks_add_no_threads(void)
     cq_release(g);
 }
 
+/* The same with the work spread over every priority: each band computes on its own procs
+ * (normal, express, background), and the total stays within the bound. */
+static void test_cpu_bound_tasks_of_every_priority(void)
+{
+    static const long prios[] = {CQ_QUEUE_PRIORITY_HIGH, CQ_QUEUE_PRIORITY_DEFAULT,
+                                 CQ_QUEUE_PRIORITY_LOW, CQ_QUEUE_PRIORITY_BACKGROUND};
+    struct cq_runtime_info info;
+    cq_runtime_get_info(&info);
+    int tasks = (int)info.workers * 12;
+    cq_group_t g = cq_group_create();
+    for (int i = 0; i < tasks; i++) {
+        cq_group_async_f(g, cq_get_global_queue(prios[i % 4], 0), NULL, burn);
+    }
+    int peak = wait_sampling_threads(g);
+    cq_runtime_get_info(&info);
+    int bound = 2 * (int)info.workers + 4;
+    fprintf(stderr,
+            "   %d tasks of 50 ms CPU over 4 priorities: runtime threads peak %d (bound %d)\n",
+            tasks, peak, bound);
+    CHECK(peak <= bound);
+    CHECK_EQ(info.limit_reached, 0);
+    cq_release(g);
+}
+
 /* ---- a task sleeping in the kernel is replaced ------------------------------------------- */
 
 struct sleepers {
@@ -108,6 +132,7 @@ static void test_sleeping_tasks_are_replaced(void)
 int main(void)
 {
     RUN(test_cpu_bound_tasks_add_no_threads);
+    RUN(test_cpu_bound_tasks_of_every_priority);
     RUN(test_sleeping_tasks_are_replaced);
     TEST_MAIN_END();
 }

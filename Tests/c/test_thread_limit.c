@@ -3,9 +3,12 @@
  * thread to hand it to). A task it made runnable just before, waiting in its LIFO slot, must
  * still run on another worker: no runnable item is pinned to a thread that sleeps.
  *
- * Two workers, a limit of two threads: task A wakes serial queue S (S goes to A's LIFO slot),
- * then waits on a semaphore that only S's task signals. The second worker is idle and must
- * take S. Repeated, since each round is a race between A's wait and the idle worker's search.
+ * Two workers and the least limit the pool takes (five threads: two normal workers, one
+ * express, two background). Three background tasks block first, so the limit is reached with
+ * both normal workers idle. Then task A wakes serial queue S (S goes to A's LIFO slot) and
+ * waits on a semaphore that only S's task signals. No thread may replace A's; the second
+ * worker is idle and must take S. Repeated, since each round is a race between A's wait and
+ * the idle worker's search.
  */
 #include "cq_test.h"
 
@@ -35,12 +38,35 @@ static void task_a(void *ctx)
     cq_semaphore_signal(r->done);
 }
 
+#define LIMIT 5
+#define BLOCKERS 3
+
+struct blockers {
+    cq_semaphore_t started, gate;
+};
+
+static void background_blocker(void *ctx)
+{
+    struct blockers *b = ctx;
+    cq_semaphore_signal(b->started);
+    WAIT_SEMA(b->gate);
+}
+
 static void test_lifo_item_not_stranded_at_limit(void)
 {
     struct cq_runtime_info info;
     cq_runtime_get_info(&info);
     REQUIRE(info.workers == 2);
-    REQUIRE(info.thread_limit == 2);
+    REQUIRE(info.thread_limit == LIMIT);
+    struct blockers b = {cq_semaphore_create(0), cq_semaphore_create(0)};
+    for (int i = 0; i < BLOCKERS; i++) {
+        cq_async_f(cq_get_global_queue(CQ_QUEUE_PRIORITY_BACKGROUND, 0), &b, background_blocker);
+    }
+    for (int i = 0; i < BLOCKERS; i++) {
+        WAIT_SEMA(b.started);
+    }
+    cq_runtime_get_info(&info);
+    REQUIRE(info.threads == LIMIT); /* 2 normal workers + 3 blocked background threads */
     struct round r = {.s = cq_queue_create("woken-before-wait", NULL),
                       .from_s = cq_semaphore_create(0),
                       .done = cq_semaphore_create(0)};
@@ -53,10 +79,18 @@ static void test_lifo_item_not_stranded_at_limit(void)
         }
     }
     cq_runtime_get_info(&info);
-    fprintf(stderr, "   %d of %d rounds ran S while A waited; the limit was reached %u times\n",
-            atomic_load(&r.signalled_in_time), ROUNDS, info.limit_reached);
+    fprintf(stderr,
+            "   %d of %d rounds ran S while A waited; the limit was reached %u times "
+            "(threads %u, hand-offs %llu)\n",
+            atomic_load(&r.signalled_in_time), ROUNDS, info.limit_reached, info.threads,
+            (unsigned long long)info.handoffs);
     CHECK_EQ(atomic_load(&r.signalled_in_time), ROUNDS);
-    CHECK(info.threads_peak <= 2);
+    CHECK(info.threads_peak <= LIMIT);
+    for (int i = 0; i < BLOCKERS; i++) {
+        cq_semaphore_signal(b.gate);
+    }
+    cq_release(b.started);
+    cq_release(b.gate);
     cq_release(r.s);
     cq_release(r.from_s);
     cq_release(r.done);
@@ -64,9 +98,9 @@ static void test_lifo_item_not_stranded_at_limit(void)
 
 int main(void)
 {
-    /* Before the pool starts: two workers, no room for a spare thread. */
+    /* Before the pool starts: two workers, the least limit. */
     setenv("CQ_WORKERS", "2", 1);
-    setenv("CQ_THREAD_LIMIT", "2", 1);
+    setenv("CQ_THREAD_LIMIT", "5", 1);
     RUN(test_lifo_item_not_stranded_at_limit);
     TEST_MAIN_END();
 }

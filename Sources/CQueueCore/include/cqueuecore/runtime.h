@@ -10,7 +10,8 @@ CQ_BEGIN_DECLS
 
 struct cq_runtime_info {
     uint32_t workers;           /* workers: CPUs usable by this process (affinity, cgroup quota) */
-    uint32_t procs;             /* run queues in use: workers plus extra ones added by the monitor */
+    uint32_t procs;             /* run queues for high, default and low work: workers plus extra
+                                   ones added by the monitor */
     uint32_t threads;           /* runtime threads alive now (workers, spares, blocked waiters) */
     uint32_t threads_peak;      /* the most runtime threads alive at once so far */
     uint32_t thread_limit;      /* hard cap on runtime threads (CQ_THREAD_LIMIT in the environment) */
@@ -20,6 +21,9 @@ struct cq_runtime_info {
     uint64_t handoffs;          /* CPUs handed to a spare thread by a worker about to block */
     uint64_t monitor_spawns;    /* extra run queues added by the monitor for blocked workers */
     uint32_t blocked_in_tasks;  /* workers whose task sleeps in the kernel (the monitor's last look) */
+    uint32_t background_procs;  /* run queues for background work (their threads run at nice 19) */
+    uint64_t express_wakeups;   /* high-priority arrivals that woke the express worker because
+                                   every normal worker was busy */
 };
 
 /*
