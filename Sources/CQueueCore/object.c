@@ -27,7 +27,7 @@ bool cq__class_is_known(const struct cq__class *cls)
 {
     /* Compared by address, never dereferenced: a stray pointer is reported, not followed. */
     return cls == &cq__queue_class || cls == &cq__semaphore_class || cls == &cq__group_class ||
-           cls == &cq__source_class;
+           cls == &cq__source_class || cls == &cq__work_item_class;
 }
 
 struct cq__object *cq__object_check(const void *object, enum cq__kind kind, const char *call)
@@ -40,7 +40,8 @@ struct cq__object *cq__object_check(const void *object, enum cq__kind kind, cons
         cq__crash("%s: %p is not a CQueueCore object (or was already freed)", call, object);
     }
     if (cq__unlikely(kind != 0 && o->cls->kind != kind)) {
-        static const char *const names[] = {"?", "queue", "semaphore", "group", "source"};
+        static const char *const names[] = {"?",      "queue",  "semaphore",
+                                            "group",  "source", "work item"};
         cq__crash("%s: %s is not a %s", call, CQ_DESCRIBE(o), names[kind]);
     }
     return (struct cq__object *)o;

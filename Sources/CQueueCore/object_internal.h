@@ -23,6 +23,7 @@ enum cq__kind {
     CQ__KIND_SEMAPHORE,
     CQ__KIND_GROUP,
     CQ__KIND_SOURCE,
+    CQ__KIND_WORK_ITEM,
 };
 
 struct cq__object;
@@ -49,7 +50,7 @@ struct cq__object {
 };
 
 extern const struct cq__class cq__queue_class, cq__semaphore_class, cq__group_class,
-    cq__source_class;
+    cq__source_class, cq__work_item_class;
 
 /* Whether cls is one of the classes above (compared by address). */
 CQ_INTERNAL bool cq__class_is_known(const struct cq__class *cls);

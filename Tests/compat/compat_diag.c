@@ -22,9 +22,6 @@ void diag(void)
 #elif defined(DIAG_DATA)
     dispatch_data_t data = 0;
     (void)data;
-#elif defined(DIAG_BLOCK_OBJECT)
-    int block = dispatch_block_create(0, 0);
-    (void)block;
 #elif defined(DIAG_MACH)
     dispatch_source_t source = dispatch_source_create(DISPATCH_SOURCE_TYPE_MACH_RECV, 0, 0, 0);
     (void)source;

@@ -8,7 +8,7 @@
  *
  * Every libdispatch name and what it maps to, including what maps differently or not at all, is
  * in docs/libdispatch-compat.md. In short:
- *   - dispatch data, dispatch I/O, dispatch block objects (dispatch_block_create...), workloops,
+ *   - dispatch data, dispatch I/O, workloops,
  *     mach and memory-pressure sources, dispatch_debug: not provided. Using one of their
  *     functions or types is a compile error whose message names the function and the reason.
  *   - dispatch_object_t is void *: every object type converts to it in C and C++.
@@ -675,18 +675,76 @@ static inline void dispatch_source_set_registration_handler(dispatch_source_t so
     cq_source_set_registration_handler(source, handler);
 }
 
-/* libdispatch's type-generic forms, without their dispatch_block_t cases (C11 only). */
+/* ---- dispatch block objects: work items as blocks (cqueuecore/work_item.h, blocks.h) ---- */
+
+typedef unsigned long dispatch_block_flags_t;
+#define DISPATCH_BLOCK_BARRIER ((dispatch_block_flags_t)CQ_WORK_ITEM_BARRIER)
+#define DISPATCH_BLOCK_DETACHED ((dispatch_block_flags_t)CQ_WORK_ITEM_DETACHED)
+#define DISPATCH_BLOCK_ASSIGN_CURRENT ((dispatch_block_flags_t)CQ_WORK_ITEM_ASSIGN_CURRENT)
+#define DISPATCH_BLOCK_NO_QOS_CLASS ((dispatch_block_flags_t)CQ_WORK_ITEM_NO_QOS_CLASS)
+#define DISPATCH_BLOCK_INHERIT_QOS_CLASS ((dispatch_block_flags_t)CQ_WORK_ITEM_INHERIT_QOS_CLASS)
+#define DISPATCH_BLOCK_ENFORCE_QOS_CLASS ((dispatch_block_flags_t)CQ_WORK_ITEM_ENFORCE_QOS_CLASS)
+
+/* A block that performs a work item; the QoS flags are accepted and ignored. */
+static inline dispatch_block_t dispatch_block_create(dispatch_block_flags_t flags,
+                                                     dispatch_block_t block)
+{
+    return cq_block_create(flags, block);
+}
+
+/* The QoS class and relative priority are accepted and ignored: priority comes from the queue
+ * the block is submitted to. */
+static inline dispatch_block_t dispatch_block_create_with_qos_class(dispatch_block_flags_t flags,
+                                                                    dispatch_qos_class_t qos_class,
+                                                                    int relative_priority,
+                                                                    dispatch_block_t block)
+{
+    (void)qos_class;
+    (void)relative_priority;
+    return cq_block_create(flags, block);
+}
+
+static inline void dispatch_block_perform(dispatch_block_flags_t flags, dispatch_block_t block)
+{
+    cq_block_perform(flags, block);
+}
+
+static inline intptr_t dispatch_block_wait(dispatch_block_t block, dispatch_time_t timeout)
+{
+    return cq_block_wait(block, timeout);
+}
+
+static inline void dispatch_block_notify(dispatch_block_t block, dispatch_queue_t queue,
+                                         dispatch_block_t notification_block)
+{
+    cq_block_notify(block, queue, notification_block);
+}
+
+static inline void dispatch_block_cancel(dispatch_block_t block)
+{
+    cq_block_cancel(block);
+}
+
+static inline intptr_t dispatch_block_testcancel(dispatch_block_t block)
+{
+    return cq_block_testcancel(block);
+}
+
+/* libdispatch's type-generic forms (C11 only). */
 #if !defined(__cplusplus) && defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
 #define dispatch_wait(object, timeout)                                                          \
-    _Generic((object), dispatch_group_t: dispatch_group_wait,                                   \
+    _Generic((object), dispatch_block_t: dispatch_block_wait,                                   \
+             dispatch_group_t: dispatch_group_wait,                                             \
              dispatch_semaphore_t: dispatch_semaphore_wait)((object), (timeout))
 #define dispatch_notify(object, queue, notification_block)                                      \
-    _Generic((object), dispatch_group_t: dispatch_group_notify)((object), (queue),              \
-                                                                (notification_block))
+    _Generic((object), dispatch_block_t: dispatch_block_notify,                                 \
+             dispatch_group_t: dispatch_group_notify)((object), (queue), (notification_block))
 #define dispatch_cancel(object)                                                                 \
-    _Generic((object), dispatch_source_t: dispatch_source_cancel)((object))
+    _Generic((object), dispatch_block_t: dispatch_block_cancel,                                 \
+             dispatch_source_t: dispatch_source_cancel)((object))
 #define dispatch_testcancel(object)                                                             \
-    _Generic((object), dispatch_source_t: dispatch_source_testcancel)((object))
+    _Generic((object), dispatch_block_t: dispatch_block_testcancel,                             \
+             dispatch_source_t: dispatch_source_testcancel)((object))
 #endif
 
 #endif /* CQ_HAVE_BLOCKS */
@@ -697,7 +755,7 @@ static inline void dispatch_source_set_registration_handler(dispatch_source_t so
  * Using one of these is a compile error naming the function and why ("... is unavailable: ...").
  * Compilers without the `unavailable` attribute report the cq_dispatch_unsupported_* name as
  * undeclared instead. Their constants (DISPATCH_IO_STREAM, DISPATCH_DATA_DESTRUCTOR_FREE,
- * DISPATCH_BLOCK_BARRIER, DISPATCH_MEMORYPRESSURE_*, ...) are not defined.
+ * DISPATCH_MEMORYPRESSURE_*, ...) are not defined.
  */
 #if defined(__has_attribute)
 #if __has_attribute(__unavailable__)
@@ -720,8 +778,6 @@ static inline void dispatch_source_set_registration_handler(dispatch_source_t so
 #define CQ__WHY_DATA "dispatch data objects are not provided by CQueueCore" CQ__SEE_DOC
 #define CQ__WHY_IO                                                                              \
     "dispatch I/O is not provided by CQueueCore; use a READ/WRITE source" CQ__SEE_DOC
-#define CQ__WHY_BLOCK                                                                           \
-    "dispatch block objects are not provided by CQueueCore; submit plain blocks" CQ__SEE_DOC
 #define CQ__WHY_QOS "CQueueCore has priorities, not QoS classes" CQ__SEE_DOC
 #define CQ__WHY_SOURCE "this source type does not exist on Linux" CQ__SEE_DOC
 #define CQ__WHY_APPLE "an Apple-only libdispatch call, not provided by CQueueCore" CQ__SEE_DOC
@@ -789,24 +845,6 @@ CQ__DISPATCH_UNSUPPORTED(dispatch_io_set_interval, CQ__WHY_IO);
 #define dispatch_io_set_high_water(...) (cq_dispatch_unsupported_dispatch_io_set_high_water)
 #define dispatch_io_set_low_water(...) (cq_dispatch_unsupported_dispatch_io_set_low_water)
 #define dispatch_io_set_interval(...) (cq_dispatch_unsupported_dispatch_io_set_interval)
-
-CQ__DISPATCH_UNSUPPORTED_TYPE(dispatch_block_flags_t, CQ__WHY_BLOCK);
-CQ__DISPATCH_UNSUPPORTED(dispatch_block_create, CQ__WHY_BLOCK);
-CQ__DISPATCH_UNSUPPORTED(dispatch_block_create_with_qos_class, CQ__WHY_BLOCK);
-CQ__DISPATCH_UNSUPPORTED(dispatch_block_perform, CQ__WHY_BLOCK);
-CQ__DISPATCH_UNSUPPORTED(dispatch_block_wait, CQ__WHY_BLOCK);
-CQ__DISPATCH_UNSUPPORTED(dispatch_block_notify, CQ__WHY_BLOCK);
-CQ__DISPATCH_UNSUPPORTED(dispatch_block_cancel, CQ__WHY_BLOCK);
-CQ__DISPATCH_UNSUPPORTED(dispatch_block_testcancel, CQ__WHY_BLOCK);
-#define dispatch_block_flags_t cq_dispatch_unsupported_dispatch_block_flags_t
-#define dispatch_block_create(...) (cq_dispatch_unsupported_dispatch_block_create)
-#define dispatch_block_create_with_qos_class(...)                                               \
-    (cq_dispatch_unsupported_dispatch_block_create_with_qos_class)
-#define dispatch_block_perform(...) (cq_dispatch_unsupported_dispatch_block_perform)
-#define dispatch_block_wait(...) (cq_dispatch_unsupported_dispatch_block_wait)
-#define dispatch_block_notify(...) (cq_dispatch_unsupported_dispatch_block_notify)
-#define dispatch_block_cancel(...) (cq_dispatch_unsupported_dispatch_block_cancel)
-#define dispatch_block_testcancel(...) (cq_dispatch_unsupported_dispatch_block_testcancel)
 
 CQ__DISPATCH_UNSUPPORTED(dispatch_queue_get_qos_class, CQ__WHY_QOS);
 CQ__DISPATCH_UNSUPPORTED(dispatch_set_qos_class_floor, CQ__WHY_QOS);

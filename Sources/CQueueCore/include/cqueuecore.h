@@ -16,6 +16,7 @@
 #include <cqueuecore/once.h>
 #include <cqueuecore/apply.h>
 #include <cqueuecore/source.h>
+#include <cqueuecore/work_item.h>
 #include <cqueuecore/runtime.h>
 #include <cqueuecore/blocks.h>
 

@@ -31,9 +31,12 @@
 #include <cqueuecore/once.h>
 #include <cqueuecore/apply.h>
 #include <cqueuecore/source.h>
+#include <cqueuecore/work_item.h>
 
 #if defined(__BLOCKS__) && !defined(__swift__) && !defined(CQ_NO_BLOCKS)
 #define CQ_HAVE_BLOCKS 1
+
+#include <errno.h>
 
 CQ_BEGIN_DECLS
 
@@ -43,6 +46,7 @@ typedef void (^cq_block_t)(void);
 /* The blocks runtime (libBlocksRuntime), declared as <Block.h> declares it. */
 void *_Block_copy(const void *block);
 void _Block_release(const void *block);
+extern void *_NSConcreteStackBlock[32];
 
 /* The source handler setters with their own context (cq_source_set_*_handler_ctx_f) are in
  * source.h: the block forms keep the copied block there. */
@@ -74,15 +78,34 @@ static inline void *cq__block_copy(cq_block_t block)
     return block ? _Block_copy((const void *)block) : NULL;
 }
 
-/* cq_async_f: runs `block` on `queue` later; copied now, released after it has run. */
+/* The work item of a block made by cq_block_create, or NULL (see work_item.h). */
+static inline cq_work_item_t cq__block_work_item(cq_block_t block)
+{
+    const struct cq__work_block *b = (const struct cq__work_block *)(const void *)block;
+    return b && b->descriptor == &cq__work_block_descriptor ? b->item : NULL;
+}
+
+/* cq_async_f: runs `block` on `queue` later; copied now, released after it has run. A block
+ * from cq_block_create is submitted as its work item (so its BARRIER flag is honoured). */
 static inline void cq_async(cq_queue_t queue, cq_block_t block)
 {
+    cq_work_item_t item = cq__block_work_item(block);
+    if (item) {
+        cq_async_work_item(queue, item);
+        return;
+    }
     cq_async_f(queue, cq__block_copy(block), block ? cq__block_invoke_release : NULL);
 }
 
-/* cq_sync_f: runs `block` on `queue` and returns after it has run. Not copied. */
+/* cq_sync_f: runs `block` on `queue` and returns after it has run. Not copied. A block from
+ * cq_block_create is submitted as its work item. */
 static inline void cq_sync(cq_queue_t queue, cq_block_t block)
 {
+    cq_work_item_t item = cq__block_work_item(block);
+    if (item) {
+        cq_sync_work_item(queue, item);
+        return;
+    }
     cq_sync_f(queue, (void *)block, block ? cq__block_invoke : NULL);
 }
 
@@ -122,9 +145,15 @@ static inline void cq_once(cq_once_t *predicate, cq_block_t block)
     cq_once_f(predicate, (void *)block, block ? cq__block_invoke : NULL);
 }
 
-/* cq_group_async_f with a block (copied, released after it has run, before the group leave). */
+/* cq_group_async_f with a block (copied, released after it has run, before the group leave).
+ * A block from cq_block_create is submitted as its work item. */
 static inline void cq_group_async(cq_group_t group, cq_queue_t queue, cq_block_t block)
 {
+    cq_work_item_t item = cq__block_work_item(block);
+    if (item) {
+        cq_group_async_work_item(group, queue, item);
+        return;
+    }
     cq_group_async_f(group, queue, cq__block_copy(block), block ? cq__block_invoke_release : NULL);
 }
 
@@ -167,6 +196,84 @@ static inline void cq_source_set_registration_handler(cq_source_t source, cq_blo
     } else {
         cq_source_set_registration_handler_f(source, NULL);
     }
+}
+
+/* ---- work items as blocks (work_item.h; libdispatch: dispatch_block_create ...) ------------ */
+
+static inline void cq__block_release_context(void *block)
+{
+    _Block_release(block);
+}
+
+/*
+ * cq_block_create
+ *   A new block that performs a new work item running `block` (copied; released with the
+ *   item). Call it, submit it (cq_async, cq_sync, cq_group_async honour its BARRIER flag), wait
+ *   for it, observe it, cancel it with the cq_block_* calls below; release it with
+ *   Block_release. Returns NULL with errno EINVAL for a NULL block or an unknown flag.
+ *   libdispatch: dispatch_block_create.
+ */
+static inline cq_block_t cq_block_create(unsigned long flags, cq_block_t block)
+{
+    if (block == NULL) {
+        errno = EINVAL;
+        return NULL;
+    }
+    void *copy = _Block_copy((const void *)block);
+    cq_work_item_t item = cq_work_item_create_f(flags, copy, cq__block_invoke);
+    if (item == NULL) {
+        _Block_release(copy);
+        return NULL;
+    }
+    cq_set_context(item, copy);
+    cq_set_finalizer_f(item, cq__block_release_context);
+    /* A stack block of the blocks ABI; the runtime's copy calls the descriptor's copy helper,
+     * which retains the item for the heap block. */
+    struct cq__work_block literal = {(void *)_NSConcreteStackBlock, 1 << 25 /* HAS_COPY_DISPOSE */,
+                                     0, cq__work_block_invoke, &cq__work_block_descriptor, item};
+    cq_block_t result = (cq_block_t)_Block_copy(&literal);
+    cq_release(item); /* the heap block holds it now */
+    return result;
+}
+
+/* Makes, performs and releases a work block. libdispatch: dispatch_block_perform. */
+static inline void cq_block_perform(unsigned long flags, cq_block_t block)
+{
+    cq_block_t b = cq_block_create(flags, block);
+    if (b == NULL) {
+        cq__work_block_item_check(NULL, "cq_block_perform");
+    }
+    b();
+    _Block_release((const void *)b);
+}
+
+/* cq_work_item_wait of a block from cq_block_create. libdispatch: dispatch_block_wait. */
+static inline intptr_t cq_block_wait(cq_block_t block, cq_time_t timeout)
+{
+    return cq_work_item_wait(cq__work_block_item_check((const void *)block, "cq_block_wait"),
+                             timeout);
+}
+
+/* cq_work_item_notify_f with a notification block (copied, released after it has run).
+ * libdispatch: dispatch_block_notify. */
+static inline void cq_block_notify(cq_block_t block, cq_queue_t queue, cq_block_t notification)
+{
+    cq_work_item_notify_f(cq__work_block_item_check((const void *)block, "cq_block_notify"),
+                          queue, cq__block_copy(notification),
+                          notification ? cq__block_invoke_release : NULL);
+}
+
+/* cq_work_item_cancel. libdispatch: dispatch_block_cancel. */
+static inline void cq_block_cancel(cq_block_t block)
+{
+    cq_work_item_cancel(cq__work_block_item_check((const void *)block, "cq_block_cancel"));
+}
+
+/* cq_work_item_testcancel. libdispatch: dispatch_block_testcancel. */
+static inline intptr_t cq_block_testcancel(cq_block_t block)
+{
+    return cq_work_item_testcancel(
+        cq__work_block_item_check((const void *)block, "cq_block_testcancel"));
 }
 
 CQ_END_DECLS
