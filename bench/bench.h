@@ -14,10 +14,11 @@
 
 /* The result of one measured run of one workload. */
 struct bench_run {
-    double ns;        /* wall-clock nanoseconds of the measured part */
+    double ns;        /* wall-clock nanoseconds of the measured part (or the workload's figure) */
+    double ns2;       /* a second figure from the same run, for workloads with two rows; else NaN */
     int ok;           /* 1 when the workload's result verified */
     long long value;  /* a computed value worth printing (fib), else 0 */
-    char msg[200];    /* what did not verify, when !ok */
+    char msg[200];    /* what did not verify when !ok; when ok, an optional note to print */
 };
 
 /* A workload: n and m are its sizes (m is unused by most). Always fills *r. */
@@ -36,6 +37,12 @@ enum bench_id {
     B_FIB,               /* fork-join fib(n), cutoff m, group wait inside tasks */
     B_AFTER,             /* n after-timers spread over 200 ms; m: 0 p50 lateness, 1 p99, 2 CPU */
     B_IDLE,              /* wake-ups of the runtime's threads while the process idles n seconds */
+    B_FLOOR,             /* n pairs of uncontended atomic RMWs on one cache line (no runtime) */
+    B_ONCE,              /* n once calls after the first (the fast path) */
+    B_CPU_THREADS,       /* n tasks of m ms CPU each on the default global queue: threads added */
+    B_PRIORITY,          /* n high tasks 1 ms apart over m background tasks: start latency */
+    B_BURST_TASKS,       /* RSS left m ms after n tasks queued at once behind a blocker */
+    B_BURST_TIMERS,      /* RSS left m ms after n after-timers 0-200 ms out */
     B_COUNT
 };
 
@@ -46,6 +53,28 @@ struct bench_runtime {
 
 extern const struct bench_runtime bench_rt_cq;
 extern const struct bench_runtime bench_rt_dispatch;
+
+/* ---- child processes (child.c) ---- */
+
+struct bench_child_result {
+    enum { BENCH_CHILD_DONE, BENCH_CHILD_KILLED, BENCH_CHILD_BROKEN } status;
+    struct bench_run run; /* the child's result line, when DONE */
+    double waited_s;      /* wall time from fork to exit (or kill) */
+    char detail[160];     /* why, when BROKEN */
+};
+
+/* Runs argv (this program again, argv[0] is cosmetic) in a child, kills it after limit_s seconds,
+ * and parses its result line ("ok ns ns2 value note"). */
+void bench_run_child(char **argv, double limit_s, struct bench_child_result *out);
+
+/* The same for `cq-bench --child ID RUNTIME N M`: workload id run once on runtime ("ours" or
+ * "libdispatch") in a fresh process. */
+void bench_run_child_of(int id, const char *runtime, size_t n, size_t m, double limit_s,
+                        struct bench_child_result *out);
+
+/* The child side: argv = {prog, "--child", ID, RUNTIME, N, M}; prints the result line. Returns
+ * the exit status (0 verified, 1 not verified, 2 usage). */
+int bench_child_main(int argc, char **argv);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t bench_now_ns(void);

@@ -10,10 +10,16 @@
  * status 1. A run that takes longer than the watchdog (default 60 s) ends the process with status 3
  * and names the workload, since a hang is exactly what a benchmark must not hide.
  *
- * The libdispatch fork-join fib runs in a child process (this program re-executed with
- * --child-fib), killed after --fib-limit seconds (default 60): libdispatch's workers block in
+ * The libdispatch fork-join fib runs in a child process (this program re-executed with --child,
+ * see child.c), killed after --fib-limit seconds (default 60): libdispatch's workers block in
  * group_wait and its pool grows by about one thread per second, so fib(20) takes tens of seconds
  * and fib(30) never finishes. A fresh process also keeps the parent's threads out of its way.
+ * Workloads whose figure belongs to the whole process (idle's wake-ups, cpu_threads' threads,
+ * burst_mem's resident memory) run every measurement in a fresh child process too (BF_CHILD).
+ *
+ * The one-thread fast paths (sync, sem, group_enter_leave, once) are also reported against the
+ * floor, two uncontended atomic RMWs on one cache line, measured once per repetition alongside
+ * them (goal: at most 1.25x the floor, ARCHITECTURE.md §6).
  */
 #define _GNU_SOURCE
 
@@ -73,56 +79,130 @@ static long long fib_task_count(int n, int cutoff)
 
 /* ---- the workload table ------------------------------------------------------------------------ */
 
-struct bench_def {
-    enum bench_id id;
-    const char *name;  /* command-line name */
-    const char *title; /* what it measures */
-    const char *unit;  /* printed unit of the per-unit figure */
-    double divisor;    /* nanoseconds per printed unit */
-    size_t n_full, m_full, n_quick, m_quick;
-    bool units_n_times_m; /* units of work = n*m (else n) */
-    double target;        /* ARCHITECTURE.md §6 target, in the printed unit */
-    const char *reference; /* ARCHITECTURE.md §6 libdispatch figure */
+enum {
+    BF_NM = 1 << 0,       /* units of work = n*m (else n) */
+    BF_TOTAL = 1 << 1,    /* the run's figure is a total or a percentile, not divided by n */
+    BF_VS_FLOOR = 1 << 2, /* a one-thread fast path: also reported against the floor */
+    BF_CHILD = 1 << 3,    /* every run in a fresh child process (bench_run_child_of); no warm-up */
+    BF_PER_CPU = 1 << 4,  /* n is per CPU of the affinity mask */
+    BF_INTEGER = 1 << 5,  /* print the figures without decimals */
 };
 
+struct bench_def {
+    enum bench_id id;
+    const char *name;  /* command-line name (and summary row) */
+    const char *title; /* what it measures */
+    const char *unit;  /* printed unit of the figure */
+    double divisor;    /* nanoseconds (or the run's figure) per printed unit */
+    size_t n_full, m_full, n_quick, m_quick;
+    const char *n_name, *m_name; /* what n and m count, for the heading (NULL: plain "n =") */
+    unsigned flags;        /* BF_* */
+    int reps;              /* measured runs per runtime if not --reps (0: --reps) */
+    double target;         /* ARCHITECTURE.md §6 target in the printed unit; NAN: none */
+    const char *reference; /* ARCHITECTURE.md §6 libdispatch figure */
+    /* A second row from the same runs (struct bench_run.ns2, BF_TOTAL), when name2 != NULL. */
+    const char *name2, *unit2;
+    double divisor2, target2;
+    const char *reference2;
+};
+
+/* cpu_threads' target is 2 x CPUs + 4 (ARCHITECTURE.md §6), worked out when it is printed. */
+#define TARGET_2CPUS_PLUS_4 (-1.0)
+
 static const struct bench_def benches[] = {
-    {B_GLOBAL_ASYNC, "global_async",
-     "empty tasks onto the default global queue via group_async, then group_wait", "ns/task", 1,
-     1000000, 0, 50000, 0, false, 60, "185 ns/task"},
-    {B_SERIAL_ASYNC, "serial_async", "async onto one serial queue, then one sync", "ns/task", 1,
-     1000000, 0, 50000, 0, false, 40, "149 ns/task"},
-    {B_SYNC, "sync", "uncontended sync onto a serial queue", "ns/call", 1, 10000000, 0, 500000, 0,
-     false, 12, "17 ns"},
-    {B_PINGPONG, "pingpong",
-     "ping-pong between two serial queues (each hop asyncs the next onto the other queue)",
-     "ns/hop", 1, 200000, 0, 20000, 0, false, 150, "454 ns/hop"},
-    {B_QUEUES, "queues", "serial queues x tasks each, round-robin from the main thread, group_wait",
-     "ns/task", 1, 10000, 100, 1000, 20, true, 150, "543 ns/task"},
-    {B_SEM, "sem", "semaphore signal+wait on one thread", "ns/pair", 1, 10000000, 0, 500000, 0,
-     false, 12, "12.3 ns"},
-    {B_SEM_PINGPONG, "sem_pingpong",
-     "semaphore ping-pong between two pthreads (two semaphores), placed by the scheduler",
-     "us/round trip", 1000, 10000, 0, 1000, 0, false, 2, "57.6 us/round trip"},
-    {B_SEM_PINGPONG, "sem_pingpong_same", "as sem_pingpong, both threads pinned to one CPU",
-     "us/round trip", 1000, 2000, 1, 200, 1, false, 2, "- (variant)"},
-    {B_SEM_PINGPONG, "sem_pingpong_split", "as sem_pingpong, threads pinned to two different CPUs",
-     "us/round trip", 1000, 2000, 2, 200, 2, false, 2, "- (variant)"},
-    {B_GROUP_ENTER_LEAVE, "group_enter_leave", "group enter+leave on one thread", "ns/pair", 1,
-     10000000, 0, 500000, 0, false, 12, "24 ns"},
-    {B_APPLY, "apply", "apply onto the default global queue, each iteration writes its own byte",
-     "ns/iteration", 1, 10000000, 0, 1000000, 0, false, 3, "19 ns/iteration"},
-    {B_FIB, "fib", "fork-join fib, group_wait inside tasks", "ms", 1e6, 30, 12, 25, 12, false, 50,
-     "deadlock at fib(30); fib(20): 35 s"},
-    {B_AFTER, "after_p50", "20k after-timers over 200 ms onto the global queue: median lateness",
-     "us", 1000, 20000, 0, 2000, 0, false, 60, "-"},
-    {B_AFTER, "after_p99", "20k after-timers over 200 ms onto the global queue: p99 lateness",
-     "us", 1000, 20000, 1, 2000, 1, false, 60, "114 us"},
-    {B_AFTER, "after_cpu", "20k after-timers over 200 ms onto the global queue: process CPU time",
-     "s", 1e9, 20000, 2, 2000, 2, false, 0.1, "0.28 s"},
-    {B_IDLE, "idle", "wake-ups of the runtime's threads while a warmed-up process idles (child)",
-     "wake-ups", 1, 10, 0, 2, 0, false, 0, ">= 10 over 10 s"},
+    {.id = B_FLOOR, .name = "floor", .unit = "ns/2 RMWs", .divisor = 1,
+     .title = "two uncontended atomic RMWs (fetch_add, fetch_sub) on one cache line, no runtime",
+     .n_full = 10000000, .n_quick = 500000, .target = NAN, .reference = "9.7 ns (2026-11-23)"},
+    {.id = B_GLOBAL_ASYNC, .name = "global_async", .unit = "ns/task", .divisor = 1,
+     .title = "empty tasks onto the default global queue via group_async, then group_wait",
+     .n_full = 1000000, .n_quick = 50000, .target = 60, .reference = "185 ns/task"},
+    {.id = B_SERIAL_ASYNC, .name = "serial_async", .unit = "ns/task", .divisor = 1,
+     .title = "async onto one serial queue, then one sync", .n_full = 1000000, .n_quick = 50000,
+     .target = 40, .reference = "149 ns/task"},
+    {.id = B_SYNC, .name = "sync", .unit = "ns/call", .divisor = 1,
+     .title = "uncontended sync onto a serial queue", .n_full = 10000000, .n_quick = 500000,
+     .flags = BF_VS_FLOOR, .target = 12, .reference = "17 ns"},
+    {.id = B_PINGPONG, .name = "pingpong", .unit = "ns/hop", .divisor = 1,
+     .title = "ping-pong between two serial queues (each hop asyncs the next onto the other queue)",
+     .n_full = 200000, .n_quick = 20000, .target = 150, .reference = "454 ns/hop"},
+    {.id = B_QUEUES, .name = "queues", .unit = "ns/task", .divisor = 1,
+     .title = "serial queues x tasks each, round-robin from the main thread, group_wait",
+     .n_full = 10000, .m_full = 100, .n_quick = 1000, .m_quick = 20, .flags = BF_NM,
+     .target = 150, .reference = "543 ns/task"},
+    {.id = B_SEM, .name = "sem", .unit = "ns/pair", .divisor = 1,
+     .title = "semaphore signal+wait on one thread", .n_full = 10000000, .n_quick = 500000,
+     .flags = BF_VS_FLOOR, .target = 12, .reference = "12.3 ns"},
+    {.id = B_SEM_PINGPONG, .name = "sem_pingpong", .unit = "us/round trip", .divisor = 1000,
+     .title = "semaphore ping-pong between two pthreads (two semaphores), placed by the scheduler",
+     .n_full = 10000, .n_quick = 1000, .target = 2, .reference = "57.6 us/round trip"},
+    {.id = B_SEM_PINGPONG, .name = "sem_pingpong_same", .unit = "us/round trip", .divisor = 1000,
+     .title = "as sem_pingpong, both threads pinned to one CPU", .n_full = 2000, .m_full = 1,
+     .n_quick = 200, .m_quick = 1, .target = 2, .reference = "- (variant)"},
+    {.id = B_SEM_PINGPONG, .name = "sem_pingpong_split", .unit = "us/round trip",
+     .divisor = 1000, .title = "as sem_pingpong, threads pinned to two different CPUs",
+     .n_full = 2000, .m_full = 2, .n_quick = 200, .m_quick = 2, .target = 2,
+     .reference = "- (variant)"},
+    {.id = B_GROUP_ENTER_LEAVE, .name = "group_enter_leave", .unit = "ns/pair", .divisor = 1,
+     .title = "group enter+leave on one thread", .n_full = 10000000, .n_quick = 500000,
+     .flags = BF_VS_FLOOR, .target = 12, .reference = "24 ns"},
+    {.id = B_ONCE, .name = "once", .unit = "ns/call", .divisor = 1,
+     .title = "once_f on a predicate that is already done (the fast path)", .n_full = 10000000,
+     .n_quick = 500000, .flags = BF_VS_FLOOR, .target = NAN, .reference = "-"},
+    {.id = B_APPLY, .name = "apply", .unit = "ns/iteration", .divisor = 1,
+     .title = "apply onto the default global queue, each iteration writes its own byte",
+     .n_full = 10000000, .n_quick = 1000000, .target = 3, .reference = "19 ns/iteration"},
+    {.id = B_FIB, .name = "fib", .unit = "ms", .divisor = 1e6,
+     .title = "fork-join fib, group_wait inside tasks", .n_full = 30, .m_full = 12, .n_quick = 25,
+     .m_quick = 12, .flags = BF_TOTAL, .target = 50,
+     .reference = "deadlock at fib(30); fib(20): 35 s"},
+    {.id = B_AFTER, .name = "after_p50", .unit = "us", .divisor = 1000,
+     .title = "20k after-timers over 200 ms onto the global queue: median lateness",
+     .n_full = 20000, .n_quick = 2000, .flags = BF_TOTAL, .target = 60, .reference = "-"},
+    {.id = B_AFTER, .name = "after_p99", .unit = "us", .divisor = 1000,
+     .title = "20k after-timers over 200 ms onto the global queue: p99 lateness",
+     .n_full = 20000, .m_full = 1, .n_quick = 2000, .m_quick = 1, .flags = BF_TOTAL,
+     .target = 60, .reference = "114 us"},
+    {.id = B_AFTER, .name = "after_cpu", .unit = "s", .divisor = 1e9,
+     .title = "20k after-timers over 200 ms onto the global queue: process CPU time",
+     .n_full = 20000, .m_full = 2, .n_quick = 2000, .m_quick = 2, .flags = BF_TOTAL,
+     .target = 0.1, .reference = "0.28 s"},
+    {.id = B_IDLE, .name = "idle", .unit = "wake-ups", .divisor = 1,
+     .title = "wake-ups of the runtime's threads while a warmed-up process idles (child)",
+     .n_full = 10, .n_quick = 2, .flags = BF_TOTAL | BF_INTEGER | BF_CHILD, .reps = 1,
+     .target = 0,
+     .reference = ">= 10 over 10 s"},
+    {.id = B_CPU_THREADS, .name = "cpu_threads", .unit = "threads", .divisor = 1,
+     .title = "CPU-bound tasks on the default global queue, group wait: threads the runtime "
+              "started, at the peak (fresh child process per run)",
+     .n_full = 8, .m_full = 50, .n_quick = 2, .m_quick = 10, .n_name = "tasks",
+     .m_name = "ms of CPU each",
+     .flags = BF_TOTAL | BF_CHILD | BF_PER_CPU | BF_INTEGER, .target = TARGET_2CPUS_PLUS_4,
+     .reference = "4 threads (200 tasks)", .name2 = "cpu_threads_wall", .unit2 = "ms",
+     .divisor2 = 1e6, .target2 = NAN, .reference2 = "-"},
+    {.id = B_PRIORITY, .name = "priority_p50", .unit = "us", .divisor = 1000,
+     .title = "1 high-priority task per ms while background tasks of 2 ms CPU saturate the pool: "
+              "start latency",
+     .n_full = 200, .m_full = 2000, .n_quick = 20, .m_quick = 100, .n_name = "high tasks",
+     .m_name = "background tasks", .flags = BF_TOTAL,
+     .target = NAN, .reference = "-", .name2 = "priority_p99", .unit2 = "us", .divisor2 = 1000,
+     .target2 = 100, .reference2 = "9-32 us"},
+    {.id = B_BURST_TASKS, .name = "burst_mem", .unit = "MB", .divisor = 1e6,
+     .title = "tasks queued at once behind a blocker on a serial queue: RSS growth left after "
+              "they ran and the process idled (fresh child process)",
+     .n_full = 1000000, .m_full = 1000, .n_quick = 20000, .m_quick = 200, .n_name = "tasks",
+     .m_name = "ms idle", .flags = BF_TOTAL | BF_CHILD, .reps = 1, .target = NAN,
+     .reference = "-"},
+    {.id = B_BURST_TIMERS, .name = "burst_mem_timers", .unit = "MB", .divisor = 1e6,
+     .title = "after_f timers 0-200 ms out onto the global queue: RSS growth left after they "
+              "fired and the process idled (fresh child process)",
+     .n_full = 1000000, .m_full = 1000, .n_quick = 20000, .m_quick = 200, .n_name = "timers",
+     .m_name = "ms idle", .flags = BF_TOTAL | BF_CHILD, .reps = 1, .target = NAN,
+     .reference = "-"},
 };
 #define NBENCH (sizeof benches / sizeof benches[0])
+
+/* The goal for a one-thread fast path, as a multiple of the floor (ARCHITECTURE.md §6). */
+#define FLOOR_GOAL 1.25
 
 /* ---- options ----------------------------------------------------------------------------------- */
 
@@ -184,12 +264,41 @@ static void watchdog_disarm(void)
 
 /* ---- measuring --------------------------------------------------------------------------------- */
 
-static void measure(const struct bench_def *b, const struct bench_runtime *rt, size_t n, size_t m,
-                    struct bench_run *r)
+static int cpu_count(void)
 {
-    watchdog_arm(b->name, rt->name, n, m);
-    rt->fn[b->id](n, m, r);
-    watchdog_disarm();
+    cpu_set_t set;
+    return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+}
+
+static double target_of(const struct bench_def *b)
+{
+    return b->target == TARGET_2CPUS_PLUS_4 ? 2.0 * cpu_count() + 4 : b->target;
+}
+
+/* One run: in this process under the watchdog, or (BF_CHILD) in a fresh child process that is
+ * killed after the watchdog's time. */
+static void measure(const struct bench_def *b, int k, size_t n, size_t m, struct bench_run *r)
+{
+    const struct bench_runtime *rt = k == 0 ? &bench_rt_cq : &bench_rt_dispatch;
+    if (!(b->flags & BF_CHILD)) {
+        watchdog_arm(b->name, rt->name, n, m);
+        rt->fn[b->id](n, m, r);
+        watchdog_disarm();
+        return;
+    }
+    struct bench_child_result child;
+    bench_run_child_of(b->id, k == 0 ? "ours" : "libdispatch", n, m, opt.watchdog, &child);
+    if (child.status == BENCH_CHILD_DONE) {
+        *r = child.run;
+        return;
+    }
+    memset(r, 0, sizeof *r);
+    r->ns = r->ns2 = NAN;
+    if (child.status == BENCH_CHILD_KILLED)
+        snprintf(r->msg, sizeof r->msg, "child did not finish within %u s (killed): hang?",
+                 opt.watchdog);
+    else
+        snprintf(r->msg, sizeof r->msg, "%s", child.detail);
 }
 
 static void settle(void)
@@ -208,17 +317,19 @@ static int compare_double(const void *a, const void *b)
 struct stats {
     bool skipped;            /* runtime not selected with --runtime */
     double median, min, max; /* in the printed unit per unit of work */
+    double median2, min2, max2; /* the second figure (bench_def.name2), in unit2 */
     int failures;
     char first_failure[200];
+    char note[200]; /* the last verified run's note */
     long long value;
 };
 
-static void stats_of(double *samples, int count, struct stats *s)
+static void stats_of(double *samples, int count, double *median, double *min, double *max)
 {
     qsort(samples, (size_t)count, sizeof *samples, compare_double);
-    s->min = samples[0];
-    s->max = samples[count - 1];
-    s->median = count % 2 ? samples[count / 2] : (samples[count / 2 - 1] + samples[count / 2]) / 2;
+    *min = samples[0];
+    *max = samples[count - 1];
+    *median = count % 2 ? samples[count / 2] : (samples[count / 2 - 1] + samples[count / 2]) / 2;
 }
 
 static void note_failure(struct stats *s, const struct bench_run *r)
@@ -227,57 +338,99 @@ static void note_failure(struct stats *s, const struct bench_run *r)
         snprintf(s->first_failure, sizeof s->first_failure, "%s", r->msg);
 }
 
+/* The floor row's definition (its sizes), for the runs made alongside the fast paths. */
+static const struct bench_def *floor_def(void)
+{
+    for (size_t i = 0; i < NBENCH; i++)
+        if (benches[i].id == B_FLOOR)
+            return &benches[i];
+    abort();
+}
+
+/* One floor run (no runtime involved: the cq copy of the loop), in ns per pair of RMWs. */
+static double measure_floor(int *failures)
+{
+    const struct bench_def *f = floor_def();
+    size_t n = opt.quick ? f->n_quick : f->n_full;
+    struct bench_run r;
+    measure(f, 0, n, 0, &r);
+    *failures += !r.ok;
+    return r.ns / (double)n;
+}
+
 /*
  * Runs one workload on both runtimes: one unmeasured warm-up run each (a tenth of the size, also
- * verified), then opt.reps measured runs each, alternating which runtime goes first.
+ * verified; none for BF_CHILD, whose every run is a fresh process), then the measured runs,
+ * alternating which runtime goes first. For BF_VS_FLOOR workloads every repetition also measures
+ * the floor once, just before the pair, and *floor / *floor_min get its median and minimum (else
+ * NAN).
  */
 static void measure_pair(const struct bench_def *b, size_t n, size_t m, struct stats *ours,
-                         struct stats *theirs)
+                         struct stats *theirs, double *floor, double *floor_min,
+                         int *floor_failures)
 {
-    const struct bench_runtime *rts[2] = {&bench_rt_cq, &bench_rt_dispatch};
     struct stats *st[2] = {ours, theirs};
-    double *samples[2];
-    double units = b->units_n_times_m ? (double)n * (double)m : (double)n;
-    if (b->id == B_FIB || b->id == B_AFTER)
+    int reps = b->reps ? b->reps : opt.reps;
+    double *samples[2], *samples2[2], *floors = calloc((size_t)reps, sizeof(double));
+    double units = b->flags & BF_NM ? (double)n * (double)m : (double)n;
+    if (b->flags & BF_TOTAL)
         units = 1; /* totals and percentiles, not per-unit figures */
     for (int k = 0; k < 2; k++) {
         memset(st[k], 0, sizeof *st[k]);
         st[k]->skipped = !(opt.runtimes & (1u << k));
-        samples[k] = calloc((size_t)opt.reps, sizeof(double));
+        samples[k] = calloc((size_t)reps, sizeof(double));
+        samples2[k] = calloc((size_t)reps, sizeof(double));
     }
+    bool vs_floor = b->flags & BF_VS_FLOOR;
+    *floor_failures = 0;
 
-    size_t warm_n = b->id == B_FIB ? (n > 20 ? 20 : n) : (n / 10 ? n / 10 : 1);
-    for (int k = 0; k < 2; k++) {
+    size_t warm_n = n / 10 ? n / 10 : 1;
+    for (int k = 0; k < 2 && !(b->flags & BF_CHILD); k++) {
         if (st[k]->skipped)
             continue;
         struct bench_run r;
-        measure(b, rts[k], warm_n, m, &r);
+        measure(b, k, warm_n, m, &r);
         note_failure(st[k], &r);
         settle();
     }
-    for (int rep = 0; rep < opt.reps; rep++) {
+    for (int rep = 0; rep < reps; rep++) {
+        if (vs_floor)
+            floors[rep] = measure_floor(floor_failures);
         for (int j = 0; j < 2; j++) {
             int k = (rep + j) % 2;
             if (st[k]->skipped)
                 continue;
             struct bench_run r;
-            measure(b, rts[k], n, m, &r);
+            measure(b, k, n, m, &r);
             note_failure(st[k], &r);
+            if (r.ok && r.msg[0] != '\0')
+                snprintf(st[k]->note, sizeof st[k]->note, "%s", r.msg);
             st[k]->value = r.value;
             samples[k][rep] = r.ns / units / b->divisor;
+            samples2[k][rep] = b->name2 ? r.ns2 / b->divisor2 : NAN;
             if (opt.verbose)
-                printf("     rep %d %-12s %12.3f %s%s%s\n", rep + 1, rts[k]->name, samples[k][rep],
-                       b->unit, r.ok ? "" : "  FAILED: ", r.ok ? "" : r.msg);
+                printf("     rep %d %-12s %12.3f %s  %s%s\n", rep + 1,
+                       k == 0 ? "ours" : "libdispatch", samples[k][rep], b->unit,
+                       r.ok ? "" : "FAILED: ", r.msg);
             settle();
         }
     }
     for (int k = 0; k < 2; k++) {
-        if (st[k]->skipped)
+        if (st[k]->skipped) {
             st[k]->median = st[k]->min = st[k]->max = NAN;
-        else
-            stats_of(samples[k], opt.reps, st[k]);
+            st[k]->median2 = st[k]->min2 = st[k]->max2 = NAN;
+        } else {
+            stats_of(samples[k], reps, &st[k]->median, &st[k]->min, &st[k]->max);
+            stats_of(samples2[k], reps, &st[k]->median2, &st[k]->min2, &st[k]->max2);
+        }
         free(samples[k]);
+        free(samples2[k]);
     }
+    double unused;
+    *floor = *floor_min = NAN;
+    if (vs_floor)
+        stats_of(floors, reps, floor, floor_min, &unused);
+    free(floors);
 }
 
 /* Measures only our runtime (used for our fib runs). */
@@ -286,10 +439,10 @@ static void measure_ours(const struct bench_def *b, size_t n, size_t m, struct s
     double *samples = calloc((size_t)opt.reps, sizeof(double));
     memset(s, 0, sizeof *s);
     struct bench_run r;
-    measure(b, &bench_rt_cq, n, m, &r); /* warm-up */
+    measure(b, 0, n, m, &r); /* warm-up */
     note_failure(s, &r);
     for (int rep = 0; rep < opt.reps; rep++) {
-        measure(b, &bench_rt_cq, n, m, &r);
+        measure(b, 0, n, m, &r);
         note_failure(s, &r);
         s->value = r.value;
         samples[rep] = r.ns / b->divisor;
@@ -297,137 +450,8 @@ static void measure_ours(const struct bench_def *b, size_t n, size_t m, struct s
             printf("     rep %d ours fib(%zu) %10.3f ms%s%s\n", rep + 1, n, samples[rep],
                    r.ok ? "" : "  FAILED: ", r.ok ? "" : r.msg);
     }
-    stats_of(samples, opt.reps, s);
+    stats_of(samples, opt.reps, &s->median, &s->min, &s->max);
     free(samples);
-}
-
-/* ---- the libdispatch fib child ----------------------------------------------------------------- */
-
-static int child_fib_main(int n, int cutoff)
-{
-    struct bench_run r;
-    bench_rt_dispatch.fn[B_FIB]((size_t)n, (size_t)cutoff, &r);
-    printf("%d %.0f %lld %s\n", r.ok, r.ns, r.value, r.msg);
-    fflush(stdout);
-    return r.ok ? 0 : 1;
-}
-
-struct child_result {
-    enum { CHILD_DONE, CHILD_KILLED, CHILD_BROKEN } status;
-    struct bench_run run;
-    double waited_s;
-    char detail[160];
-};
-
-static void run_child(char **argv, double limit_s, struct child_result *out);
-
-static void run_dispatch_fib_child(int n, int cutoff, double limit_s, struct child_result *out)
-{
-    char n_arg[16], cutoff_arg[16];
-    snprintf(n_arg, sizeof n_arg, "%d", n);
-    snprintf(cutoff_arg, sizeof cutoff_arg, "%d", cutoff);
-    char *argv[] = {(char *)"cq-bench", (char *)"--child-fib", n_arg, cutoff_arg, NULL};
-    run_child(argv, limit_s, out);
-}
-
-/* A child for an idle-process measurement: a fresh process per runtime, so neither runtime's
- * threads are in the other's count. */
-static int child_idle_main(const char *which, int seconds)
-{
-    const struct bench_runtime *rt = strcmp(which, "ours") == 0 ? &bench_rt_cq : &bench_rt_dispatch;
-    struct bench_run r;
-    rt->fn[B_IDLE]((size_t)seconds, 0, &r);
-    printf("%d %.0f %lld %s\n", r.ok, r.ns, r.value, r.msg);
-    fflush(stdout);
-    return r.ok ? 0 : 1;
-}
-
-/* Runs `argv` (this program again) in a child with a time limit; parses its one result line. */
-static void run_child(char **argv, double limit_s, struct child_result *out)
-{
-    memset(out, 0, sizeof *out);
-
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) {
-        out->status = CHILD_BROKEN;
-        snprintf(out->detail, sizeof out->detail, "pipe: %s", strerror(errno));
-        return;
-    }
-    fflush(stdout);
-    fflush(stderr);
-    uint64_t t0 = bench_now_ns();
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(fds[1], STDOUT_FILENO);
-        execv("/proc/self/exe", argv);
-        _exit(127);
-    }
-    close(fds[1]);
-    if (pid < 0) {
-        close(fds[0]);
-        out->status = CHILD_BROKEN;
-        snprintf(out->detail, sizeof out->detail, "fork: %s", strerror(errno));
-        return;
-    }
-
-    char buf[512];
-    size_t used = 0;
-    bool eof = false, timed_out = false;
-    uint64_t deadline = t0 + (uint64_t)(limit_s * 1e9);
-    while (!eof) {
-        uint64_t now = bench_now_ns();
-        if (now >= deadline) {
-            timed_out = true;
-            break;
-        }
-        struct pollfd p = {.fd = fds[0], .events = POLLIN};
-        int wait_ms = (int)((deadline - now) / 1000000u) + 1;
-        int ready = poll(&p, 1, wait_ms);
-        if (ready < 0 && errno == EINTR)
-            continue;
-        if (ready <= 0)
-            continue; /* the deadline check above decides */
-        ssize_t got = read(fds[0], buf + used, sizeof buf - 1 - used);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0 || used + (size_t)got >= sizeof buf - 1)
-            eof = true;
-        if (got > 0)
-            used += (size_t)got;
-    }
-    buf[used] = '\0';
-    close(fds[0]);
-    if (timed_out)
-        kill(pid, SIGKILL);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    out->waited_s = (double)(bench_now_ns() - t0) / 1e9;
-
-    if (timed_out) {
-        out->status = CHILD_KILLED;
-        return;
-    }
-    int ok = 0;
-    double ns = 0;
-    long long value = 0;
-    int consumed = 0;
-    if (sscanf(buf, "%d %lf %lld %n", &ok, &ns, &value, &consumed) >= 3) {
-        out->status = CHILD_DONE;
-        out->run.ok = ok;
-        out->run.ns = ns;
-        out->run.value = value;
-        snprintf(out->run.msg, sizeof out->run.msg, "%s", buf + consumed);
-        out->run.msg[strcspn(out->run.msg, "\n")] = '\0';
-    } else {
-        out->status = CHILD_BROKEN;
-        if (WIFSIGNALED(status))
-            snprintf(out->detail, sizeof out->detail, "child died of signal %d",
-                     WTERMSIG(status));
-        else
-            snprintf(out->detail, sizeof out->detail, "child exited %d without a result",
-                     WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-    }
 }
 
 /* ---- reporting --------------------------------------------------------------------------------- */
@@ -441,64 +465,129 @@ struct summary_row {
     bool failed;
 };
 
-static struct summary_row summary[NBENCH + 2];
+static struct summary_row summary[3 * NBENCH];
 static int summary_rows;
 static int total_failures;
 
 static const char *met_word(double value, double target)
 {
-    if (isnan(value))
+    if (isnan(value) || isnan(target))
         return "-";
     return value <= target ? "yes" : "NO";
 }
 
-static void print_stats_line(const char *who, const struct stats *s, const char *unit)
+/* libdispatch/ours for lower-is-better figures: "-" unless both are positive numbers. */
+static void ratio_text(char *out, size_t size, double ours, double theirs)
+{
+    if (ours > 0 && theirs > 0 && isfinite(ours) && isfinite(theirs)) {
+        double r = theirs / ours; /* two significant digits at least: 0.00029x, not 0.00x */
+        int decimals = r >= 0.1 ? 2 : 1 - (int)floor(log10(r));
+        snprintf(out, size, "%.*fx", decimals, r);
+    }
+    else
+        snprintf(out, size, "-");
+}
+
+static void target_text(char *out, size_t size, double target)
+{
+    if (isnan(target))
+        snprintf(out, size, "-");
+    else
+        snprintf(out, size, "<= %g", target);
+}
+
+static void print_stats_line(const char *who, const struct stats *s, double median, double min,
+                             double max, const char *unit, int decimals)
 {
     if (s->skipped) {
         printf("   %-12s (not run: --runtime)\n", who);
         return;
     }
-    printf("   %-12s %10.2f %-14s (min %.2f, max %.2f)  %s%s\n", who, s->median, unit, s->min,
-           s->max, s->failures ? "FAILED: " : "verified", s->failures ? s->first_failure : "");
+    printf("   %-12s %10.*f %-14s (min %.*f, max %.*f)  %s%s\n", who, decimals, median, unit,
+           decimals, min, decimals, max, s->failures ? "FAILED: " : "verified",
+           s->failures ? s->first_failure : "");
+}
+
+static void add_row(const char *name, const char *unit, const struct stats *ours,
+                    const struct stats *theirs, double ours_value, double theirs_value,
+                    int decimals, double target, const char *reference)
+{
+    struct summary_row *row = &summary[summary_rows++];
+    row->name = name;
+    row->unit = unit;
+    snprintf(row->ours, sizeof row->ours, "%.*f", decimals, ours_value);
+    snprintf(row->theirs, sizeof row->theirs, "%.*f", decimals, theirs_value);
+    if (ours->skipped || isnan(ours_value))
+        snprintf(row->ours, sizeof row->ours, "-");
+    if (theirs->skipped || isnan(theirs_value))
+        snprintf(row->theirs, sizeof row->theirs, "-");
+    ratio_text(row->ratio, sizeof row->ratio, ours_value, theirs_value);
+    target_text(row->target, sizeof row->target, target);
+    row->met = met_word(ours_value, target);
+    row->reference = reference;
+    row->failed = ours->failures || theirs->failures;
 }
 
 static void run_regular(const struct bench_def *b)
 {
     size_t n = opt.quick ? b->n_quick : b->n_full;
     size_t m = opt.quick ? b->m_quick : b->m_full;
-    if (b->units_n_times_m)
+    if (b->flags & BF_PER_CPU)
+        n *= (size_t)cpu_count();
+    if (b->flags & BF_NM)
         printf("\n== %s: %zu %s x %zu (%s)\n", b->name, n, "queues", m, b->title);
+    else if (b->n_name)
+        printf("\n== %s: %zu %s, %zu %s (%s)\n", b->name, n, b->n_name, m, b->m_name, b->title);
     else
         printf("\n== %s: n = %zu (%s)\n", b->name, n, b->title);
 
     struct stats ours, theirs;
-    measure_pair(b, n, m, &ours, &theirs);
-    print_stats_line("ours", &ours, b->unit);
-    print_stats_line("libdispatch", &theirs, b->unit);
-    double ratio = theirs.median / ours.median;
-    char ratio_text[24];
-    if (isnan(ratio))
-        snprintf(ratio_text, sizeof ratio_text, "-");
-    else
-        snprintf(ratio_text, sizeof ratio_text, "%.2fx", ratio);
-    printf("   libdispatch/ours = %s    target <= %g %s: %s    (ARCHITECTURE.md: libdispatch "
-           "%s)\n",
-           ratio_text, b->target, b->unit, met_word(ours.median, b->target), b->reference);
+    double floor, floor_min;
+    int floor_failures;
+    measure_pair(b, n, m, &ours, &theirs, &floor, &floor_min, &floor_failures);
+    int decimals = b->flags & BF_INTEGER ? 0 : 2;
+    double target = target_of(b);
+    print_stats_line("ours", &ours, ours.median, ours.min, ours.max, b->unit, decimals);
+    print_stats_line("libdispatch", &theirs, theirs.median, theirs.min, theirs.max, b->unit,
+                     decimals);
+    char ratio[24], target_str[24];
+    ratio_text(ratio, sizeof ratio, ours.median, theirs.median);
+    target_text(target_str, sizeof target_str, target);
+    printf("   libdispatch/ours = %s    target %s %s: %s    (ARCHITECTURE.md: libdispatch %s)\n",
+           ratio, target_str, b->unit, met_word(ours.median, target), b->reference);
+    add_row(b->name, b->unit, &ours, &theirs, ours.median, theirs.median, decimals, target,
+            b->reference);
 
-    struct summary_row *row = &summary[summary_rows++];
-    row->name = b->name;
-    row->unit = b->unit;
-    snprintf(row->ours, sizeof row->ours, "%.2f", ours.median);
-    snprintf(row->theirs, sizeof row->theirs, "%.2f", theirs.median);
-    if (ours.skipped)
-        snprintf(row->ours, sizeof row->ours, "-");
-    if (theirs.skipped)
-        snprintf(row->theirs, sizeof row->theirs, "-");
-    snprintf(row->ratio, sizeof row->ratio, "%s", ratio_text);
-    snprintf(row->target, sizeof row->target, "<= %g", b->target);
-    row->met = met_word(ours.median, b->target);
-    row->reference = b->reference;
-    row->failed = ours.failures || theirs.failures;
+    if (b->name2) {
+        printf("   %s:\n", b->name2);
+        print_stats_line("ours", &ours, ours.median2, ours.min2, ours.max2, b->unit2, decimals);
+        print_stats_line("libdispatch", &theirs, theirs.median2, theirs.min2, theirs.max2,
+                         b->unit2, decimals);
+        ratio_text(ratio, sizeof ratio, ours.median2, theirs.median2);
+        target_text(target_str, sizeof target_str, b->target2);
+        printf("   libdispatch/ours = %s    target %s %s: %s    (ARCHITECTURE.md: libdispatch "
+               "%s)\n",
+               ratio, target_str, b->unit2, met_word(ours.median2, b->target2), b->reference2);
+        add_row(b->name2, b->unit2, &ours, &theirs, ours.median2, theirs.median2, decimals,
+                b->target2, b->reference2);
+    }
+    for (int k = 0; k < 2; k++) {
+        const struct stats *s = k == 0 ? &ours : &theirs;
+        if (s->note[0] != '\0')
+            printf("   %-12s %s\n", k == 0 ? "ours:" : "libdispatch:", s->note);
+    }
+    if (b->flags & BF_VS_FLOOR) {
+        static char names[NBENCH][40];
+        char *name = names[b - benches];
+        snprintf(name, sizeof names[0], "%s/floor", b->name);
+        double ours_x = ours.median / floor, theirs_x = theirs.median / floor;
+        printf("   floor (two RMWs, measured once per repetition alongside) %.2f ns (min %.2f): "
+               "ours %.2fx, libdispatch %.2fx (min/min %.2fx, %.2fx)    goal <= %.2fx: %s\n",
+               floor, floor_min, ours_x, theirs_x, ours.min / floor_min, theirs.min / floor_min,
+               FLOOR_GOAL, met_word(ours_x, FLOOR_GOAL));
+        add_row(name, "x floor", &ours, &theirs, ours_x, theirs_x, 2, FLOOR_GOAL, "-");
+        total_failures += floor_failures;
+    }
     total_failures += ours.failures + theirs.failures;
 }
 
@@ -509,48 +598,6 @@ static void print_fib_line(int n, const struct stats *s)
     printf("   %-20s %10.2f ms  (min %.2f, max %.2f)  = %lld  %s%s\n", label, s->median, s->min,
            s->max, s->value, s->failures ? "FAILED: " : "verified",
            s->failures ? s->first_failure : "");
-}
-
-/* The idle measurement: one child process per runtime, each idling n seconds. */
-static void run_idle(const struct bench_def *b)
-{
-    int seconds = (int)(opt.quick ? b->n_quick : b->n_full);
-    printf("\n== %s: %d s (%s)\n", b->name, seconds, b->title);
-    char sec_arg[16];
-    snprintf(sec_arg, sizeof sec_arg, "%d", seconds);
-    struct child_result res[2];
-    const char *names[2] = {"ours", "libdispatch"};
-    for (int k = 0; k < 2; k++) {
-        if (!(opt.runtimes & (1 << k))) {
-            res[k].status = CHILD_BROKEN;
-            snprintf(res[k].detail, sizeof res[k].detail, "not run: --runtime");
-            continue;
-        }
-        char *argv[] = {(char *)"cq-bench", (char *)"--child-idle", (char *)names[k], sec_arg,
-                        NULL};
-        run_child(argv, seconds + 30.0, &res[k]);
-        if (res[k].status == CHILD_DONE)
-            printf("   %-12s %10.0f %-14s %s%s\n", names[k], res[k].run.ns, b->unit,
-                   res[k].run.ok ? "verified" : "FAILED: ", res[k].run.ok ? "" : res[k].run.msg);
-        else
-            printf("   %-12s %s\n", names[k],
-                   res[k].status == CHILD_KILLED ? "did not finish" : res[k].detail);
-        if (res[k].status != CHILD_DONE || !res[k].run.ok)
-            total_failures += res[k].status == CHILD_DONE || k == 0;
-    }
-    struct summary_row *row = &summary[summary_rows++];
-    row->name = b->name;
-    row->unit = b->unit;
-    snprintf(row->ours, sizeof row->ours, "%.0f", res[0].status == CHILD_DONE ? res[0].run.ns : NAN);
-    snprintf(row->theirs, sizeof row->theirs, "%.0f",
-             res[1].status == CHILD_DONE ? res[1].run.ns : NAN);
-    snprintf(row->ratio, sizeof row->ratio, "-");
-    snprintf(row->target, sizeof row->target, "<= %g", b->target);
-    row->met = res[0].status == CHILD_DONE ? met_word(res[0].run.ns, b->target) : "-";
-    row->reference = b->reference;
-    row->failed = false;
-    printf("   target %g %s over %d s: %s    (ARCHITECTURE.md: libdispatch %s)\n", b->target,
-           b->unit, seconds, row->met, b->reference);
 }
 
 static void run_fib(const struct bench_def *b)
@@ -592,12 +639,13 @@ static void run_fib(const struct bench_def *b)
     if (run_theirs) {
         printf("   libdispatch fib(%d): one run in a child process, limit %g s ...\n", cn,
                opt.fib_limit);
-        struct child_result child;
-        run_dispatch_fib_child(cn, cutoff, opt.fib_limit, &child);
+        struct bench_child_result child;
+        bench_run_child_of(B_FIB, "libdispatch", (size_t)cn, (size_t)cutoff, opt.fib_limit,
+                           &child);
         char label[32];
         snprintf(label, sizeof label, "libdispatch fib(%d)", cn);
         switch (child.status) {
-        case CHILD_DONE:
+        case BENCH_CHILD_DONE:
             printf("   %-20s %10.2f ms  = %lld  %s%s\n", label, child.run.ns / 1e6,
                    child.run.value, child.run.ok ? "verified" : "FAILED: ",
                    child.run.ok ? "" : child.run.msg);
@@ -606,13 +654,13 @@ static void run_fib(const struct bench_def *b)
                 snprintf(ratio, sizeof ratio, "%.0fx", child.run.ns / 1e6 / small.median);
             child_failed = !child.run.ok;
             break;
-        case CHILD_KILLED:
+        case BENCH_CHILD_KILLED:
             printf("   %-20s did not finish within %g s (killed)\n", label, opt.fib_limit);
             snprintf(theirs, sizeof theirs, "DNF in %g s", opt.fib_limit);
             if (run_ours)
                 snprintf(ratio, sizeof ratio, "> %.0fx", opt.fib_limit * 1e3 / small.median);
             break;
-        case CHILD_BROKEN:
+        case BENCH_CHILD_BROKEN:
             printf("   %-20s FAILED: %s\n", label, child.detail);
             snprintf(theirs, sizeof theirs, "FAILED");
             child_failed = true;
@@ -659,13 +707,15 @@ static void run_fib(const struct bench_def *b)
 
 static void print_summary(void)
 {
-    printf("\n== summary (median of %d; ratio = libdispatch/ours, higher is better for us)\n",
+    printf("\n== summary (median of %d, one run for idle and burst_mem*; ratio = libdispatch/ours, "
+           "every figure lower-is-better, so a ratio above 1 is better for us; NAME/floor = the "
+           "row above over two uncontended atomic RMWs measured alongside)\n",
            opt.reps);
-    printf("%-18s %-14s %10s %14s %9s %8s %4s  %s\n", "workload", "unit", "ours", "libdispatch",
+    printf("%-23s %-14s %10s %14s %9s %8s %4s  %s\n", "workload", "unit", "ours", "libdispatch",
            "ratio", "target", "met", "ARCHITECTURE.md libdispatch");
     for (int i = 0; i < summary_rows; i++) {
         const struct summary_row *row = &summary[i];
-        printf("%-18s %-14s %10s %14s %9s %8s %4s  %s%s\n", row->name, row->unit, row->ours,
+        printf("%-23s %-14s %10s %14s %9s %8s %4s  %s%s\n", row->name, row->unit, row->ours,
                row->theirs, row->ratio, row->target, row->met, row->reference,
                row->failed ? "   VERIFICATION FAILED" : "");
     }
@@ -720,8 +770,9 @@ static void print_runtime_after(void)
 static const struct bench_def *find_bench(const char *name)
 {
     for (size_t i = 0; i < NBENCH; i++)
-        if (strcmp(benches[i].name, name) == 0)
-            return &benches[i];
+        if (strcmp(benches[i].name, name) == 0 ||
+            (benches[i].name2 != NULL && strcmp(benches[i].name2, name) == 0))
+            return &benches[i]; /* a second row's name selects the workload that makes it */
     return NULL;
 }
 
@@ -738,10 +789,8 @@ static double parse_number(const char *flag, const char *text)
 
 int main(int argc, char **argv)
 {
-    if (argc == 4 && strcmp(argv[1], "--child-fib") == 0)
-        return child_fib_main(atoi(argv[2]), atoi(argv[3]));
-    if (argc == 4 && strcmp(argv[1], "--child-idle") == 0)
-        return child_idle_main(argv[2], atoi(argv[3]));
+    if (argc >= 2 && strcmp(argv[1], "--child") == 0)
+        return bench_child_main(argc, argv);
 
     bool selected[NBENCH] = {false};
     bool any_selected = false;
@@ -761,8 +810,11 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--watchdog") == 0) {
             opt.watchdog = (unsigned)parse_number(a, i + 1 < argc ? argv[++i] : NULL);
         } else if (strcmp(a, "--list") == 0) {
-            for (size_t k = 0; k < NBENCH; k++)
+            for (size_t k = 0; k < NBENCH; k++) {
                 printf("%-18s %s\n", benches[k].name, benches[k].title);
+                if (benches[k].name2)
+                    printf("%-18s (the same runs, in %s)\n", benches[k].name2, benches[k].unit2);
+            }
             return 0;
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
@@ -814,8 +866,6 @@ int main(int argc, char **argv)
             continue;
         if (benches[i].id == B_FIB)
             run_fib(&benches[i]);
-        else if (benches[i].id == B_IDLE)
-            run_idle(&benches[i]);
         else
             run_regular(&benches[i]);
     }
