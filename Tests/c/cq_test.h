@@ -73,6 +73,23 @@ static inline cq_time_t cq_test_deadline(void)
     return cq_time(CQ_TIME_NOW, CQ_TEST_PATIENCE_NS);
 }
 
+/*
+ * A bounded observation window, only for the few negatives that no event can prove at a
+ * definite point ("a suspended queue runs nothing": nothing shows "never"). Where an event
+ * exists (a later task of the same serial queue, a sync, a barrier, a cancel handler, the
+ * positive event itself recording what it saw), wait on it instead. A window can only miss a
+ * bug that shows late, never fail because the machine is slow; a positive check must follow
+ * it (after the resume, the work does run).
+ */
+#define CQ_TEST_WINDOW_NS (20ll * 1000000ll)
+
+static inline void cq_test_observe_window(void)
+{
+    struct timespec ts = {0, (long)CQ_TEST_WINDOW_NS};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
 /* Waits for a group; fails the test (fatally) if it never empties. */
 #define WAIT_GROUP(g) REQUIRE(cq_group_wait((g), cq_test_deadline()) == 0)
 #define WAIT_SEMA(s) REQUIRE(cq_semaphore_wait((s), cq_test_deadline()) == 0)

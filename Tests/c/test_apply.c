@@ -154,19 +154,30 @@ static void test_apply_in_tasks(void)
 
 /* ---- every worker blocked: the caller runs every chunk itself --------------------------- */
 
+struct blocker {
+    cq_semaphore_t started, gate;
+};
+
 static void block_worker(void *ctx)
 {
-    cq_semaphore_wait(ctx, cq_test_deadline());
+    struct blocker *b = ctx;
+    cq_semaphore_signal(b->started);
+    cq_semaphore_wait(b->gate, cq_test_deadline());
 }
 
 static void test_apply_with_blocked_workers(void)
 {
     struct cq_runtime_info info;
     cq_runtime_get_info(&info);
-    cq_semaphore_t gate = cq_semaphore_create(0);
+    struct blocker b = {cq_semaphore_create(0), cq_semaphore_create(0)};
     cq_group_t g = cq_group_create();
     for (uint32_t i = 0; i < info.workers * 4; i++) {
-        cq_group_async_f(g, cq_get_global_queue(0, 0), gate, block_worker);
+        cq_group_async_f(g, cq_get_global_queue(0, 0), &b, block_worker);
+    }
+    /* Every worker has taken a blocker before the apply starts (the rest may run on spare
+     * threads or wait: no more than `workers` are sure to start). */
+    for (uint32_t i = 0; i < info.workers; i++) {
+        WAIT_SEMA(b.started);
     }
     atomic_uchar *seen = calloc(50000, 1);
     cq_apply_f(50000, cq_get_global_queue(0, 0), seen, mark);
@@ -176,12 +187,13 @@ static void test_apply_with_blocked_workers(void)
     }
     CHECK_EQ(bad, 0);
     for (uint32_t i = 0; i < info.workers * 4; i++) {
-        cq_semaphore_signal(gate);
+        cq_semaphore_signal(b.gate);
     }
     WAIT_GROUP(g);
     free(seen);
     cq_release(g);
-    cq_release(gate);
+    cq_release(b.started);
+    cq_release(b.gate);
 }
 
 int main(void)

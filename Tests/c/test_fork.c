@@ -80,6 +80,13 @@ static void reader_event(void *ctx)
     cq_semaphore_signal(ctx);
 }
 
+/* A source's cancel handler runs after its last event handler: waiting for it makes releasing
+ * what the handlers use safe (an event, where a task on another queue would only be a guess). */
+static void source_canceled(void *ctx)
+{
+    cq_semaphore_signal(ctx);
+}
+
 static void apply_body(void *ctx, size_t i)
 {
     atomic_fetch_add(&((atomic_long *)ctx)[i % 4], 1);
@@ -128,6 +135,7 @@ static int exercise_runtime(cq_queue_t inherited_idle)
     CHECK_EQ(slots[0] + slots[1] + slots[2] + slots[3], 1000);
 
     cq_semaphore_t s = cq_semaphore_create(0);
+    cq_semaphore_t canceled = cq_semaphore_create(0);
     cq_after_f(cq_time(CQ_TIME_NOW, 2 * 1000000ll), cq_get_global_queue(0, 0), s, signal_sema);
     WAIT_SEMA(s);
 
@@ -135,12 +143,14 @@ static int exercise_runtime(cq_queue_t inherited_idle)
     REQUIRE(timer != NULL);
     cq_set_context(timer, s);
     cq_source_set_event_handler_f(timer, timer_tick);
+    cq_source_set_cancel_handler_ctx_f(timer, canceled, source_canceled, NULL);
     cq_source_set_timer(timer, CQ_TIME_NOW, 1000000, 0);
     cq_resume(timer);
     for (int i = 0; i < 3; i++) {
         WAIT_SEMA(s);
     }
     cq_source_cancel(timer);
+    WAIT_SEMA(canceled); /* no tick signals `s` after this */
     cq_release(timer);
 
     int fds[2];
@@ -150,17 +160,18 @@ static int exercise_runtime(cq_queue_t inherited_idle)
     REQUIRE(reader != NULL);
     cq_set_context(reader, readable);
     cq_source_set_event_handler_f(reader, reader_event);
+    cq_source_set_cancel_handler_ctx_f(reader, canceled, source_canceled, NULL);
     cq_resume(reader);
     REQUIRE(write(fds[1], "x", 1) == 1);
     WAIT_SEMA(readable);
     cq_source_cancel(reader);
+    WAIT_SEMA(canceled); /* no event handler signals `readable` after this */
     cq_release(reader);
+    close(fds[0]);
+    close(fds[1]);
 
-    cq_group_t after_cancel = cq_group_create();
-    cq_group_async_f(after_cancel, cq_get_global_queue(0, 0), NULL, noop);
-    WAIT_GROUP(after_cancel); /* the reader's cancel has been scheduled before this ran */
-    cq_release(after_cancel);
     cq_release(readable);
+    cq_release(canceled);
     cq_release(s);
     cq_release(g);
     return cq_test_failures - failures;
@@ -172,16 +183,30 @@ static cq_queue_t busy_q, idle_q, idle_target;
 static cq_semaphore_t busy_gate;
 static cq_source_t parent_timer;
 static atomic_long parent_ticks;
+static cq_semaphore_t parent_ticked; /* one signal per tick; never released (a tick may still
+                                      * be running after the cancel) */
 
 static void parent_tick(void *ctx)
 {
     (void)ctx;
     atomic_fetch_add(&parent_ticks, 1);
+    cq_semaphore_signal(parent_ticked);
+}
+
+/* Waits (on the ticks themselves) until the parent's timer has ticked `n` more times; fails
+ * the test if it stopped ticking. */
+static void wait_parent_ticks(long n)
+{
+    long target = atomic_load(&parent_ticks) + n;
+    while (atomic_load(&parent_ticks) < target) {
+        WAIT_SEMA(parent_ticked);
+    }
 }
 
 static void setup_parent_state(void)
 {
     busy_gate = cq_semaphore_create(0);
+    parent_ticked = cq_semaphore_create(0);
     busy_q = cq_queue_create("busy-at-fork", NULL);
     cq_async_f(busy_q, busy_gate, wait_sema); /* running (blocked) when the process forks */
     cq_async_f(busy_q, NULL, noop);           /* and one queued behind it */
@@ -194,9 +219,7 @@ static void setup_parent_state(void)
     cq_source_set_event_handler_f(parent_timer, parent_tick);
     cq_source_set_timer(parent_timer, CQ_TIME_NOW, 1000000, 0);
     cq_resume(parent_timer);
-    while (atomic_load(&parent_ticks) < 2) {
-        cq_semaphore_wait(busy_gate, cq_time(CQ_TIME_NOW, 1000000)); /* times out: a pause */
-    }
+    wait_parent_ticks(2);
     /* An after_f the child must not run (it belongs to the parent's reactor). */
     cq_after_f(cq_time(CQ_TIME_NOW, 3600ll * 1000000000ll), cq_get_global_queue(0, 0), NULL,
                noop);
@@ -250,14 +273,9 @@ static void test_child_inherited_objects(void)
 static void test_parent_unaffected(void)
 {
     /* The parent's blocked task, the task behind it, its timer: all still work. */
-    long ticks = atomic_load(&parent_ticks);
     cq_semaphore_signal(busy_gate);
-    cq_sync_f(busy_q, NULL, noop);
-    while (atomic_load(&parent_ticks) < ticks + 3) {
-        cq_sync_f(busy_q, NULL, noop);
-        sched_yield();
-    }
-    CHECK(atomic_load(&parent_ticks) >= ticks + 3);
+    cq_sync_f(busy_q, NULL, noop); /* returns once both have run */
+    wait_parent_ticks(3);
     cq_source_cancel(parent_timer);
     cq_release(parent_timer);
     cq_release(busy_q);
@@ -312,6 +330,7 @@ static void test_fork_in_task(void)
 
 static atomic_bool storm_stop;
 static atomic_long storm_submitted, storm_ran;
+static cq_group_t storm_group; /* every storm task: empty once all of them have run */
 
 static void storm_task(void *ctx)
 {
@@ -325,7 +344,8 @@ static void *storm_producer(void *arg)
     while (!atomic_load(&storm_stop)) {
         for (int i = 0; i < 64; i++) {
             atomic_fetch_add(&storm_submitted, 1);
-            cq_async_f(i % 2 ? q : cq_get_global_queue(0, 0), NULL, storm_task);
+            cq_group_async_f(storm_group, i % 2 ? q : cq_get_global_queue(0, 0), NULL,
+                             storm_task);
         }
         cq_sync_f(q, NULL, noop);
     }
@@ -350,6 +370,7 @@ static void test_fork_storm(void)
     enum { PRODUCERS = 2, FORKS = 20 };
     pthread_t producers[PRODUCERS];
     cq_queue_t queues[PRODUCERS];
+    storm_group = cq_group_create();
     for (int i = 0; i < PRODUCERS; i++) {
         queues[i] = cq_queue_create("storm", NULL);
         REQUIRE(pthread_create(&producers[i], NULL, storm_producer, queues[i]) == 0);
@@ -369,20 +390,13 @@ static void test_fork_storm(void)
     for (int i = 0; i < PRODUCERS; i++) {
         pthread_join(producers[i], NULL);
     }
-    cq_group_t g = cq_group_create();
-    cq_group_async_f(g, cq_get_global_queue(0, 0), NULL, noop);
     for (int i = 0; i < PRODUCERS; i++) {
-        cq_sync_f(queues[i], NULL, noop);
         cq_release(queues[i]);
     }
     /* every task the producers submitted ran exactly once in the parent */
-    while (atomic_load(&storm_ran) < atomic_load(&storm_submitted)) {
-        WAIT_GROUP(g);
-        cq_group_async_f(g, cq_get_global_queue(0, 0), NULL, noop);
-    }
-    WAIT_GROUP(g);
+    WAIT_GROUP(storm_group);
     CHECK_EQ(atomic_load(&storm_ran), atomic_load(&storm_submitted));
-    cq_release(g);
+    cq_release(storm_group);
 }
 
 int main(void)

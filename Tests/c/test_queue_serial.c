@@ -160,11 +160,21 @@ static void test_submit_to_self(void)
 static atomic_int flood_ran;
 static atomic_bool stop_flood;
 
+struct flood {
+    cq_queue_t q;
+    atomic_bool started;
+    cq_semaphore_t started_sema; /* signalled once per flood queue, on its first task */
+};
+
 static void flood_task(void *ctx)
 {
+    struct flood *f = ctx;
+    if (!atomic_exchange(&f->started, true)) {
+        cq_semaphore_signal(f->started_sema);
+    }
     atomic_fetch_add(&flood_ran, 1);
     if (!atomic_load(&stop_flood)) {
-        cq_async_f(ctx, ctx, flood_task); /* keeps its queue busy until stopped */
+        cq_async_f(f->q, f, flood_task); /* keeps its queue busy until stopped */
     }
 }
 
@@ -180,24 +190,31 @@ static void test_no_starvation_between_queues(void)
     cq_runtime_get_info(&info);
     /* One never-empty queue per worker: the other queue only runs if drains yield. */
     enum { MAXQ = 16 };
-    cq_queue_t floods[MAXQ];
+    struct flood floods[MAXQ];
+    cq_semaphore_t started = cq_semaphore_create(0);
     uint32_t n = info.workers < MAXQ ? info.workers : MAXQ;
     for (uint32_t i = 0; i < n; i++) {
-        floods[i] = cq_queue_create("flood", NULL);
-        cq_async_f(floods[i], floods[i], flood_task);
+        floods[i].q = cq_queue_create("flood", NULL);
+        atomic_init(&floods[i].started, false);
+        floods[i].started_sema = started;
+        cq_async_f(floods[i].q, &floods[i], flood_task);
+    }
+    /* Every flood is running before the other queue gets its task: it cannot slip in first. */
+    for (uint32_t i = 0; i < n; i++) {
+        WAIT_SEMA(started);
     }
     cq_queue_t other = cq_queue_create("other", NULL);
     cq_semaphore_t done = cq_semaphore_create(0);
     cq_async_f(other, done, stop_task);
-    WAIT_SEMA(done);
-    CHECK(atomic_load(&stop_flood));
+    WAIT_SEMA(done); /* the check: it ran while every flood kept its queue busy */
     for (uint32_t i = 0; i < n; i++) {
-        cq_sync_f(floods[i], NULL, noop);
-        cq_release(floods[i]);
+        cq_sync_f(floods[i].q, NULL, noop);
+        cq_release(floods[i].q);
     }
     CHECK(atomic_load(&flood_ran) >= (int)n);
     cq_release(other);
     cq_release(done);
+    cq_release(started);
 }
 
 int main(void)

@@ -11,9 +11,25 @@ static void noop(void *ctx)
     (void)ctx;
 }
 
-static void count(void *ctx)
+/*
+ * Tasks held by a suspension. No event can prove that a suspended queue never runs anything,
+ * so the tests watch for a bounded window (cq_test_observe_window) and then resume; but each
+ * held task also checks, whenever it runs, that the final resume had been called by then
+ * (`released` is set just before it), so a task that slips through at any time is counted.
+ */
+struct held {
+    atomic_long ran;
+    atomic_long early;     /* tasks that ran before `released` was set */
+    atomic_bool released;  /* set by the test right before the resume that frees the tasks */
+};
+
+static void held_task(void *ctx)
 {
-    atomic_fetch_add((atomic_long *)ctx, 1);
+    struct held *h = ctx;
+    if (!atomic_load(&h->released)) {
+        atomic_fetch_add(&h->early, 1);
+    }
+    atomic_fetch_add(&h->ran, 1);
 }
 
 /* ---- no task starts while suspended; counts nest --------------------------------------- */
@@ -21,60 +37,61 @@ static void count(void *ctx)
 static void test_suspend_holds_tasks(void)
 {
     cq_queue_t q = cq_queue_create("suspend", NULL);
-    atomic_long n = 0;
+    struct held h = {0};
     cq_suspend(q);
     cq_suspend(q);
     for (int i = 0; i < 1000; i++) {
-        cq_async_f(q, &n, count);
+        cq_async_f(q, &h, held_task);
     }
-    /* Let time pass (a timed-out wait, not a wait for the event): nothing may run. */
-    cq_semaphore_t idle = cq_semaphore_create(0);
-    cq_semaphore_wait(idle, cq_time(CQ_TIME_NOW, 20 * 1000000ll));
-    CHECK_EQ(atomic_load(&n), 0);
+    cq_test_observe_window(); /* no event proves "nothing runs": a bounded window */
+    CHECK_EQ(atomic_load(&h.ran), 0);
     cq_resume(q);
-    cq_semaphore_wait(idle, cq_time(CQ_TIME_NOW, 20 * 1000000ll));
-    CHECK_EQ(atomic_load(&n), 0); /* still suspended once */
+    cq_test_observe_window();
+    CHECK_EQ(atomic_load(&h.ran), 0); /* still suspended once */
+    atomic_store(&h.released, true);
     cq_resume(q);
     cq_sync_f(q, NULL, noop);
-    CHECK_EQ(atomic_load(&n), 1000);
+    CHECK_EQ(atomic_load(&h.ran), 1000);
+    CHECK_EQ(atomic_load(&h.early), 0);
     cq_release(q);
-    cq_release(idle);
 }
 
 /* ---- suspending from inside a task stops the queue after that task ------------------------ */
 
 struct self_suspend {
     cq_queue_t q;
-    atomic_long ran;
+    cq_semaphore_t suspended;
+    struct held after;
 };
 
 static void suspend_self(void *ctx)
 {
     struct self_suspend *s = ctx;
-    atomic_fetch_add(&s->ran, 1);
     cq_suspend(s->q);
-}
-
-static void bump_ran(void *ctx)
-{
-    atomic_fetch_add(&((struct self_suspend *)ctx)->ran, 1);
+    cq_semaphore_signal(s->suspended);
 }
 
 static void test_suspend_between_tasks(void)
 {
-    struct self_suspend s = {cq_queue_create("self-suspend", NULL), 0};
+    struct self_suspend s = {cq_queue_create("self-suspend", NULL), cq_semaphore_create(0), {0}};
+    /* Everything is queued before the queue starts: the drain meets the next task right after
+     * the suspending one (not only if the submissions happen to keep up). */
+    cq_suspend(s.q);
     cq_async_f(s.q, &s, suspend_self);
     for (int i = 0; i < 100; i++) {
-        cq_async_f(s.q, &s, bump_ran);
+        cq_async_f(s.q, &s.after, held_task);
     }
-    cq_semaphore_t idle = cq_semaphore_create(0);
-    cq_semaphore_wait(idle, cq_time(CQ_TIME_NOW, 20 * 1000000ll));
-    CHECK_EQ(atomic_load(&s.ran), 1); /* only the suspending task ran */
+    cq_resume(s.q);
+    WAIT_SEMA(s.suspended);   /* the suspending task has run (an event, not a guess) */
+    cq_test_observe_window(); /* then nothing after it may start: a bounded window */
+    CHECK_EQ(atomic_load(&s.after.ran), 0);
+    atomic_store(&s.after.released, true);
     cq_resume(s.q);
     cq_sync_f(s.q, NULL, noop);
-    CHECK_EQ(atomic_load(&s.ran), 101);
+    CHECK_EQ(atomic_load(&s.after.ran), 100);
+    CHECK_EQ(atomic_load(&s.after.early), 0);
     cq_release(s.q);
-    cq_release(idle);
+    cq_release(s.suspended);
 }
 
 /* ---- FIFO across suspension ---------------------------------------------------------- */
@@ -115,19 +132,19 @@ static void test_backlog_in_order(void)
 static void test_concurrent_suspend(void)
 {
     cq_queue_t q = cq_queue_create("c-suspend", CQ_QUEUE_CONCURRENT);
-    atomic_long n = 0;
+    struct held h = {0};
     cq_suspend(q);
     for (int i = 0; i < 500; i++) {
-        cq_async_f(q, &n, count);
+        cq_async_f(q, &h, held_task);
     }
-    cq_semaphore_t idle = cq_semaphore_create(0);
-    cq_semaphore_wait(idle, cq_time(CQ_TIME_NOW, 20 * 1000000ll));
-    CHECK_EQ(atomic_load(&n), 0);
+    cq_test_observe_window(); /* no event proves "nothing runs": a bounded window */
+    CHECK_EQ(atomic_load(&h.ran), 0);
+    atomic_store(&h.released, true);
     cq_resume(q);
     cq_barrier_sync_f(q, NULL, noop);
-    CHECK_EQ(atomic_load(&n), 500);
+    CHECK_EQ(atomic_load(&h.ran), 500);
+    CHECK_EQ(atomic_load(&h.early), 0);
     cq_release(q);
-    cq_release(idle);
 }
 
 /* ---- under load: producers, suspenders and resumers on many threads ---------------------- */

@@ -152,29 +152,46 @@ static void test_retarget_busy_queue(void)
 
 /* ---- the target stays alive while a queue uses it ----------------------------------------- */
 
-static atomic_int target_finalized;
+/* Each queue's finalizer runs (as a task on its target) before the queue lets go of its
+ * target; so if `q` keeps `t` alive, `t`'s finalizer runs after `q`'s. The finalizer of `t`
+ * records what it saw: a definite check at the moment `t` goes, however late that is. */
+struct kept {
+    cq_semaphore_t finalized;
+    atomic_int user_finalized;        /* q's finalizer has run */
+    atomic_int user_gone_before_target; /* what t's finalizer saw; -1 until it runs */
+};
+
+static void user_finalizer(void *ctx)
+{
+    struct kept *k = ctx;
+    atomic_store(&k->user_finalized, 1);
+    cq_semaphore_signal(k->finalized);
+}
 
 static void target_finalizer(void *ctx)
 {
-    atomic_store(&target_finalized, 1);
-    cq_semaphore_signal(ctx);
+    struct kept *k = ctx;
+    atomic_store(&k->user_gone_before_target, atomic_load(&k->user_finalized));
+    cq_semaphore_signal(k->finalized);
 }
 
 static void test_target_kept_alive(void)
 {
+    struct kept k = {cq_semaphore_create(0), 0, -1};
     cq_queue_t t = cq_queue_create("kept", NULL);
     cq_queue_t q = cq_queue_create("user", NULL);
-    cq_semaphore_t fin = cq_semaphore_create(0);
-    cq_set_context(t, fin);
+    cq_set_context(t, &k);
     cq_set_finalizer_f(t, target_finalizer);
+    cq_set_context(q, &k);
+    cq_set_finalizer_f(q, user_finalizer);
     cq_set_target_queue(q, t);
     cq_release(t); /* q still holds it */
-    cq_sync_f(q, NULL, noop);
-    CHECK_EQ(atomic_load(&target_finalized), 0);
+    cq_sync_f(q, NULL, noop); /* and runs through it */
     cq_release(q); /* now t goes too */
-    WAIT_SEMA(fin);
-    CHECK_EQ(atomic_load(&target_finalized), 1);
-    cq_release(fin);
+    WAIT_SEMA(k.finalized);
+    WAIT_SEMA(k.finalized);
+    CHECK_EQ(atomic_load(&k.user_gone_before_target), 1);
+    cq_release(k.finalized);
 }
 
 static void increment(void *ctx)

@@ -33,9 +33,12 @@ static int descriptor_of(dispatch_fd_t fd)
         }                                                                                       \
     } while (0)
 
+static int touched;
+
 static void touch(void *context)
 {
     (void)context;
+    touched++;
 }
 
 int main(void)
@@ -56,8 +59,14 @@ int main(void)
     dispatch_autorelease_frequency_t freq = DISPATCH_AUTORELEASE_FREQUENCY_NEVER;
     size_t i;
 
-    object = q; /* every object converts to dispatch_object_t */
-    EXPECT(object == (void *)q);
+    {
+        /* every object converts to dispatch_object_t, and the generic calls take it */
+        dispatch_queue_t own = dispatch_queue_create("headers", DISPATCH_QUEUE_SERIAL);
+        object = own;
+        dispatch_set_context(object, &once);
+        EXPECT(dispatch_get_context(own) == &once);
+        dispatch_release(object);
+    }
     EXPECT(sizeof once == sizeof(intptr_t));
     EXPECT(t == ~0ull && DISPATCH_TIME_NOW == 0);
     EXPECT(NSEC_PER_SEC == 1000000000ull && USEC_PER_SEC == 1000000ull);
@@ -88,6 +97,7 @@ int main(void)
     dispatch_once_f(&once, NULL, fn);
     EXPECT(once != 0);
     dispatch_sync_f(q, NULL, fn);
+    EXPECT(touched == 2);
 #ifdef __BLOCKS__
     {
         /* the block forms are there, and <Block.h>'s macros work on dispatch_block_t */

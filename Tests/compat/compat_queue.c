@@ -303,20 +303,42 @@ static void test_targets_and_specifics(void)
 
 enum { BY_RESUME, BY_ACTIVATE };
 
+/* A task held by a suspended or inactive queue: it records whether the queue had been let go
+ * (`released`, set just before the resume or activation) by the time it ran. */
+struct held {
+    long ran;
+    long released;
+    long early;
+};
+
+static void held_task(void *context)
+{
+    struct held *h = (struct held *)context;
+    if (!compat_load(&h->released)) {
+        compat_add(&h->early, 1);
+    }
+    compat_add(&h->ran, 1);
+}
+
 static void check_held_then_runs(dispatch_queue_t q, int how)
 {
-    long ran = 0;
+    struct held h;
     dispatch_group_t g = dispatch_group_create();
-    dispatch_group_async_f(g, q, &ran, set_flag);
-    CHECK(dispatch_group_wait(g, compat_short()) != 0); /* held */
-    CHECK_EQ(compat_load(&ran), 0);
+    memset(&h, 0, sizeof h);
+    dispatch_group_async_f(g, q, &h, held_task);
+    /* Held: no event can show "it does not run", so this is a bounded window; the task also
+     * checks, whenever it runs, that the queue had been let go by then. */
+    CHECK(dispatch_group_wait(g, compat_short()) != 0);
+    CHECK_EQ(compat_load(&h.ran), 0);
+    compat_store(&h.released, 1);
     if (how == BY_RESUME) {
         dispatch_resume(q);
     } else {
         dispatch_activate(q);
     }
     WAIT_GROUP(g);
-    CHECK_EQ(compat_load(&ran), 1);
+    CHECK_EQ(compat_load(&h.ran), 1);
+    CHECK_EQ(compat_load(&h.early), 0);
     dispatch_release(g);
 }
 

@@ -18,9 +18,11 @@ struct src {
     long reg_before_event;
     long cancelled;
     long events_after_cancel;
+    long premature;   /* PROC: an exit reported before the child was let go */
     const char *expect_label;
     long label_ok;
     dispatch_semaphore_t done, cancel_done;
+    dispatch_semaphore_t registered_sema; /* signalled by the registration handler */
     char bytes[64];   /* READ: what was read */
     long nbytes;
 };
@@ -31,6 +33,7 @@ static void src_init(struct src *s, dispatch_source_type_t type, uintptr_t handl
     memset(s, 0, sizeof *s);
     s->done = dispatch_semaphore_create(0);
     s->cancel_done = dispatch_semaphore_create(0);
+    s->registered_sema = dispatch_semaphore_create(0);
     s->source = dispatch_source_create(type, handle, mask, q);
     REQUIRE(s->source != NULL);
     dispatch_set_context(s->source, s);
@@ -40,6 +43,7 @@ static void on_registration(void *context)
 {
     struct src *s = (struct src *)context;
     compat_add(&s->registered, 1);
+    dispatch_semaphore_signal(s->registered_sema);
 }
 
 static void on_cancel(void *context)
@@ -60,6 +64,7 @@ static void src_cancel_and_release(struct src *s)
     dispatch_release(s->source);
     dispatch_release(s->done);
     dispatch_release(s->cancel_done);
+    dispatch_release(s->registered_sema);
 }
 
 /* ---- custom data ---------------------------------------------------------------------------- */
@@ -89,7 +94,7 @@ static void merge_one(void *context, size_t i)
 static void test_data_add(void)
 {
     struct src s;
-    long i;
+    long i, calls_before;
     src_init(&s, DISPATCH_SOURCE_TYPE_DATA_ADD, 0, 0, compat_global());
     dispatch_source_set_registration_handler_f(s.source, on_registration);
     dispatch_source_set_event_handler_f(s.source, on_add);
@@ -100,7 +105,10 @@ static void test_data_add(void)
     for (i = 1; i <= 100; i++) {
         dispatch_source_merge_data(s.source, (uintptr_t)i); /* inactive: coalesced */
     }
-    CHECK(dispatch_semaphore_wait(s.done, compat_short()) != 0); /* nothing runs before */
+    /* Nothing runs before the activation. No event can show that, so this is a bounded
+     * window; a handler that ran before the activation at any time is also caught below, by
+     * the registration handler (run at the activation) coming after it. */
+    CHECK(dispatch_semaphore_wait(s.done, compat_short()) != 0);
     CHECK_EQ(compat_load(&s.registered), 0);
     dispatch_activate(s.source);
     WAIT_SEMA(s.done);
@@ -116,9 +124,11 @@ static void test_data_add(void)
     CHECK_EQ(s.sum, 6050);
     CHECK(s.calls >= 2);
 
-    /* suspended: merges coalesce, then run */
+    /* suspended: merges coalesce, then run (in one call: a call while suspended would split
+     * them; the bounded window gives such a call the time to show) */
     dispatch_suspend(s.source);
     s.want = 6050 + 30;
+    calls_before = s.calls;
     for (i = 0; i < 3; i++) {
         dispatch_source_merge_data(s.source, 10);
     }
@@ -126,6 +136,7 @@ static void test_data_add(void)
     dispatch_resume(s.source);
     WAIT_SEMA(s.done);
     CHECK_EQ(s.sum, 6080);
+    CHECK_EQ(s.calls, calls_before + 1);
     src_cancel_and_release(&s);
     CHECK_EQ(compat_load(&s.registered), 1);
 }
@@ -300,7 +311,6 @@ static void on_signal(void *context)
 static void test_signal(void)
 {
     struct src s;
-    int tries;
     src_init(&s, DISPATCH_SOURCE_TYPE_SIGNAL, SIGUSR1, 0, NULL);
     CHECK_EQ(dispatch_source_get_handle(s.source), SIGUSR1);
     dispatch_source_set_event_handler_f(s.source, on_signal);
@@ -308,24 +318,28 @@ static void test_signal(void)
     dispatch_source_set_registration_handler_f(s.source, on_registration);
     s.want = 1;
     dispatch_resume(s.source);
-    /* a signal sent before the source is registered may be missed: wait for registration by
-     * sending until the first one is seen (each wait is bounded) */
-    for (tries = 0; dispatch_semaphore_wait(s.done, compat_short()) != 0; tries++) {
-        REQUIRE(tries < 1200);
-        REQUIRE(kill(getpid(), SIGUSR1) == 0);
-    }
-    CHECK(s.sum >= 1);
+    /* a signal sent before the source is registered may be missed: wait for the registration
+     * (an event), then one signal must arrive */
+    WAIT_SEMA(s.registered_sema);
+    REQUIRE(kill(getpid(), SIGUSR1) == 0);
+    WAIT_SEMA(s.done);
+    CHECK_EQ(s.sum, 1);
     src_cancel_and_release(&s);
 }
 
 #ifdef CQ_DISPATCH_COMPAT
 /* ---- PROC (CQueueCore only) ----------------------------------------------------------------- */
 
+static long proc_gate_opened; /* set just before the child is let go */
+
 static void on_proc(void *context)
 {
     struct src *s = (struct src *)context;
     s->sum |= (long)dispatch_source_get_data(s->source);
     if (s->sum & (long)DISPATCH_PROC_EXIT) {
+        if (!compat_load(&proc_gate_opened)) {
+            s->premature = 1;
+        }
         dispatch_semaphore_signal(s->done);
     }
 }
@@ -351,9 +365,13 @@ static void test_proc(void)
     dispatch_source_set_event_handler_f(s.source, on_proc);
     dispatch_source_set_cancel_handler_f(s.source, on_cancel);
     dispatch_resume(s.source);
-    CHECK(dispatch_semaphore_wait(s.done, compat_short()) != 0); /* still running */
-    close(gate[1]);                                              /* let it exit */
+    /* No exit while the child still runs: a bounded window here, and whenever the handler
+     * sees an exit it checks that the child had been let go by then. */
+    CHECK(dispatch_semaphore_wait(s.done, compat_short()) != 0);
+    compat_store(&proc_gate_opened, 1);
+    close(gate[1]); /* let it exit */
     WAIT_SEMA(s.done);
+    CHECK_EQ(s.premature, 0);
     REQUIRE(waitpid(pid, &status, 0) == pid);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 7);
     src_cancel_and_release(&s);
@@ -379,7 +397,7 @@ static void test_vnode(void)
 {
     struct src s;
     char path[] = "/tmp/compat_vnode_XXXXXX";
-    int fd = mkstemp(path), writer, tries;
+    int fd = mkstemp(path), writer;
     REQUIRE(fd >= 0);
     src_init(&s, DISPATCH_SOURCE_TYPE_VNODE, (uintptr_t)fd,
              DISPATCH_VNODE_WRITE | DISPATCH_VNODE_EXTEND | DISPATCH_VNODE_DELETE, NULL);
@@ -388,10 +406,7 @@ static void test_vnode(void)
     dispatch_source_set_registration_handler_f(s.source, on_registration);
     dispatch_resume(s.source);
     /* events are only seen once the watch is registered: wait for that first */
-    for (tries = 0; compat_load(&s.registered) == 0; tries++) {
-        REQUIRE(tries < 1200);
-        CHECK(dispatch_semaphore_wait(s.done, compat_short()) != 0);
-    }
+    WAIT_SEMA(s.registered_sema);
     compat_store(&s.want, (long)(DISPATCH_VNODE_WRITE | DISPATCH_VNODE_EXTEND));
     writer = open(path, O_WRONLY | O_APPEND);
     REQUIRE(writer >= 0);
