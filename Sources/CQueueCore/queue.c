@@ -775,13 +775,27 @@ void cq_assert_queue_not(cq_queue_t q)
     }
 }
 
-void cq_assert_queue_barrier(cq_queue_t q)
+/* Whether a frame of the calling thread holds `q` exclusively (a serial task, a barrier, an
+ * exclusive sync). The frames are the calling thread's own: no ordering needed. */
+static bool queue_is_current_barrier(struct cq_queue_s *q)
 {
-    cq__queue_check(q, "cq_assert_queue_barrier");
     for (struct cq__frame *f = cq__tls.frame; f; f = f->prev) {
         if (f->queue == q && f->exclusive) {
-            return;
+            return true;
         }
+    }
+    return false;
+}
+
+bool cq_queue_is_current_barrier(cq_queue_t q)
+{
+    return queue_is_current_barrier(cq__queue_check(q, "cq_queue_is_current_barrier"));
+}
+
+void cq_assert_queue_barrier(cq_queue_t q)
+{
+    if (queue_is_current_barrier(cq__queue_check(q, "cq_assert_queue_barrier"))) {
+        return;
     }
     struct cq__frame *f = cq__tls.frame;
     cq__crash("cq_assert_queue_barrier: expected to run on %s exclusively, but running on %s%s",

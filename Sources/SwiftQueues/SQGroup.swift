@@ -3,7 +3,7 @@ import CQueueCore
 /// A count of outstanding work that can be waited for, or that notifies a queue when it drops
 /// to zero: SwiftQueues' `DispatchGroup`.
 ///
-/// Work joins a group with ``SQQueue/async(group:flags:execute:)`` or by hand with ``enter()``
+/// Work joins a group with ``SQQueue/async(group:qos:flags:execute:)`` or by hand with ``enter()``
 /// and ``leave()``. Groups are reusable: once empty they can be entered again.
 ///
 /// Thread-safety: every method may be called from any thread. A ``leave()`` has release
@@ -79,9 +79,26 @@ public final class SQGroup: @unchecked Sendable {
     /// registered while the group is busy run, in registration order, when it next becomes
     /// empty. The group keeps `queue` alive until then.
     ///
+    /// - Parameters:
+    ///   - qos: accepted and ignored (the work runs at `queue`'s priority, see ``SQQoS``).
+    ///   - flags: with ``SQWorkItemFlags/barrier`` the closure runs as a barrier on `queue`
+    ///     (through a work item and a hop via a global queue); the other flags are accepted
+    ///     and ignored.
+    ///   - queue: where `work` runs.
+    ///   - work: the closure to run once the group is empty.
+    ///
     /// One allocation for the closure; thread-safe; never blocks.
-    /// Dispatch: `DispatchGroup.notify(queue:execute:)`.
-    public func notify(queue: SQQueue, execute work: @escaping @Sendable () -> Void) {
-        cq_group_notify_f(handle, queue.handle, SQWorkBox.retainedContext(work), sqRunWorkBox)
+    /// Dispatch: `DispatchGroup.notify(qos:flags:queue:execute:)`.
+    public func notify(
+        qos: SQQoS = .unspecified,
+        flags: SQWorkItemFlags = [],
+        queue: SQQueue,
+        execute work: @escaping @Sendable () -> Void
+    ) {
+        if flags.contains(.barrier) {
+            notify(queue: queue, work: SQWorkItem(qos: qos, flags: flags, block: work))
+        } else {
+            cq_group_notify_f(handle, queue.handle, SQWorkBox.retainedContext(work), sqRunWorkBox)
+        }
     }
 }

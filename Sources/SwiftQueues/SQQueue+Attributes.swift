@@ -1,10 +1,10 @@
 import CQueueCore
 
 extension SQQueue {
-    /// How a queue created by ``SQQueue/init(label:attributes:target:)`` runs its work.
+    /// How a queue created by ``SQQueue/init(label:qos:attributes:autoreleaseFrequency:target:)``
+    /// runs its work.
     ///
-    /// Dispatch: `DispatchQueue.Attributes` (only `.concurrent`; there is no
-    /// `.initiallyInactive`).
+    /// A value type; thread-safe. Dispatch: `DispatchQueue.Attributes`.
     public struct Attributes: OptionSet, Sendable, Hashable {
         public let rawValue: UInt64
 
@@ -14,5 +14,11 @@ extension SQQueue {
 
         /// Start work items in FIFO order but run them in parallel (without it: serial).
         public static let concurrent = Attributes(rawValue: 1 << 1)
+
+        /// Create the queue inactive (C: `cq_queue_create_inactive`): it accepts work but runs
+        /// none, and may be retargeted freely, until ``SQQueue/activate()`` (or a
+        /// ``SQQueue/resume()``). Activate it before dropping the last reference: releasing an
+        /// inactive queue stops the process, as releasing a suspended one does.
+        public static let initiallyInactive = Attributes(rawValue: 1 << 2)
     }
 }

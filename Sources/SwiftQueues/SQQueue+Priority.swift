@@ -2,10 +2,10 @@ import CQueueCore
 
 extension SQQueue {
     /// The priority of a global queue (``SQQueue/global(priority:)``). Workers prefer
-    /// higher-priority work when they look for new work.
+    /// higher-priority work when they look for new work; background work runs on nice-19
+    /// threads. QoS classes map onto these four (see ``SQQoS``).
     ///
-    /// Dispatch: `DispatchQueue.GlobalQueuePriority` (the libdispatch priority values), in place
-    /// of `DispatchQoS.QoSClass`.
+    /// Dispatch: `DispatchQueue.GlobalQueuePriority` (the libdispatch priority values).
     public enum Priority: Sendable, Hashable, CaseIterable {
         case high
         case `default`

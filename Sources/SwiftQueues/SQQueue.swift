@@ -5,9 +5,9 @@ import CQueueCore
 /// - A *serial* queue (the default) runs one work item at a time, in submission (FIFO) order.
 /// - A *concurrent* queue (``Attributes/concurrent``) starts work items in FIFO order and runs
 ///   them in parallel; a ``SQWorkItemFlags/barrier`` item runs alone.
-/// - The *global* queues (``global(priority:)``) are concurrent queues at the root of every
-///   hierarchy; the *main* queue (``main``) is serial and runs on the main thread inside
-///   ``runMain()``.
+/// - The *global* queues (``global(qos:)``, ``global(priority:)``) are concurrent queues at the
+///   root of every hierarchy; the *main* queue (``main``) is serial and runs on the main thread
+///   inside ``runMain()``.
 ///
 /// A queue's *target* queue decides where its work actually runs: a queue that targets a serial
 /// queue becomes serial with it. Different serial queues run in parallel.
@@ -29,37 +29,62 @@ public final class SQQueue: @unchecked Sendable {
     /// Thread-safe; never blocks. Dispatch: `DispatchQueue.label`.
     public let label: String
 
-    private init(handle: OpaquePointer, label: String) {
+    /// The QoS given at creation (``SQQoS/unspecified`` if none). For a global queue, the QoS
+    /// of its priority (``SQQoS/userInitiated``, ``SQQoS/default``, ``SQQoS/utility``,
+    /// ``SQQoS/background``); ``SQQoS/unspecified`` for the main queue.
+    ///
+    /// Thread-safe; never blocks. Dispatch: `DispatchQueue.qos`.
+    public let qos: SQQoS
+
+    private init(handle: OpaquePointer, label: String, qos: SQQoS) {
         self.handle = handle
         self.label = label
+        self.qos = qos
     }
 
     /// A wrapper for one of the C core's immortal queues (global queues and the main queue).
-    private convenience init(immortal handle: OpaquePointer) {
-        self.init(handle: handle, label: String(cString: cq_queue_get_label(handle)))
+    private convenience init(immortal handle: OpaquePointer, qos: SQQoS) {
+        self.init(handle: handle, label: String(cString: cq_queue_get_label(handle)), qos: qos)
     }
 
     /// Creates a queue.
     ///
     /// - Parameters:
     ///   - label: a name for the queue, copied; it appears in the C core's error messages.
-    ///   - attributes: `[]` for a serial queue, ``Attributes/concurrent`` for a concurrent one.
-    ///   - target: the queue this queue's work runs through; `nil` means the default-priority
-    ///     global queue.
+    ///   - qos: without a `target`, the queue targets the global queue of this QoS's priority
+    ///     (see ``SQQoS``); ``SQQoS/unspecified`` (the default) and ``SQQoS/default`` mean the
+    ///     default-priority global queue. Ignored when `target` is given: the target decides.
+    ///   - attributes: `[]` for a serial queue, ``Attributes/concurrent`` for a concurrent one;
+    ///     with ``Attributes/initiallyInactive`` the queue accepts work but runs none until
+    ///     ``activate()``.
+    ///   - autoreleaseFrequency: accepted and ignored (there are no autorelease pools on Linux).
+    ///   - target: the queue this queue's work runs through; `nil` means the global queue of
+    ///     `qos`'s priority.
     ///
     /// Thread-safe; never blocks. Stops the process if memory is exhausted.
-    /// Dispatch: `DispatchQueue(label:attributes:target:)` (there is no `qos:` or
-    /// `autoreleaseFrequency:`).
-    public convenience init(label: String, attributes: Attributes = [], target: SQQueue? = nil) {
+    /// Dispatch: `DispatchQueue(label:qos:attributes:autoreleaseFrequency:target:)`.
+    public convenience init(
+        label: String,
+        qos: SQQoS = .unspecified,
+        attributes: Attributes = [],
+        autoreleaseFrequency: AutoreleaseFrequency = .inherit,
+        target: SQQueue? = nil
+    ) {
         let attr: cq_queue_attr_t? =
             attributes.contains(.concurrent) ? cq_queue_attr_concurrent() : nil
-        guard let created = cq_queue_create(label, attr) else {
+        let made =
+            attributes.contains(.initiallyInactive)
+            ? cq_queue_create_inactive(label, attr) : cq_queue_create(label, attr)
+        guard let created = made else {
             fatalError("SQQueue(label: \"\(label)\"): cq_queue_create failed (out of memory)")
         }
         if let target {
             cq_set_target_queue(sqObject(created), target.handle)
+        } else if qos.qosClass.priority != .default {
+            // cq_queue_create already targets the default-priority global queue.
+            cq_set_target_queue(sqObject(created), SQQueue.global(qos: qos.qosClass).handle)
         }
-        self.init(handle: created, label: label)
+        self.init(handle: created, label: label, qos: qos)
     }
 
     deinit {
@@ -73,7 +98,7 @@ public final class SQQueue: @unchecked Sendable {
     /// the main thread calls ``runMain()``.
     ///
     /// A cached singleton; the C queue is immortal. Dispatch: `DispatchQueue.main`.
-    public static let main = SQQueue(immortal: cq_get_main_queue())
+    public static let main = SQQueue(immortal: cq_get_main_queue(), qos: .unspecified)
 
     private static let globalHigh = SQQueue.makeGlobal(.high)
     private static let globalDefault = SQQueue.makeGlobal(.default)
@@ -81,17 +106,25 @@ public final class SQQueue: @unchecked Sendable {
     private static let globalBackground = SQQueue.makeGlobal(.background)
 
     private static func makeGlobal(_ priority: Priority) -> SQQueue {
-        SQQueue(immortal: cq_get_global_queue(priority.cValue, 0))
+        let qos: SQQoS
+        switch priority {
+        case .high: qos = .userInitiated
+        case .default: qos = .default
+        case .low: qos = .utility
+        case .background: qos = .background
+        }
+        return SQQueue(immortal: cq_get_global_queue(priority.cValue, 0), qos: qos)
     }
 
     /// The global concurrent queue of a priority. Workers prefer higher-priority work when they
     /// look for new work. Global queues ignore ``suspend()``, ``resume()`` and
     /// ``SQWorkItemFlags/barrier`` (a barrier is a plain work item there), and cannot be
-    /// retargeted.
+    /// retargeted. ``global(qos:)`` picks one by QoS class; `SQQueue.global()` is the
+    /// default-priority one.
     ///
     /// Returns a cached singleton; the C queue is immortal. Thread-safe; never blocks.
-    /// Dispatch: `DispatchQueue.global(qos:)` (priorities instead of QoS classes).
-    public static func global(priority: Priority = .default) -> SQQueue {
+    /// Dispatch: `DispatchQueue.global(priority:)`.
+    public static func global(priority: Priority) -> SQQueue {
         switch priority {
         case .high: return globalHigh
         case .default: return globalDefault
@@ -120,11 +153,15 @@ public final class SQQueue: @unchecked Sendable {
     /// after it starts (on a serial queue the flag changes nothing; on a global queue it is
     /// ignored).
     ///
+    /// `qos`, and the flags other than ``SQWorkItemFlags/barrier``, are accepted and ignored:
+    /// the work runs at this queue's priority (see ``SQQoS``).
+    ///
     /// Cost: one allocation (the box carrying the closure) on top of the C `cq_async_f`.
-    /// Thread-safe; never blocks. Dispatch: `DispatchQueue.async(group:flags:execute:)`.
+    /// Thread-safe; never blocks. Dispatch: `DispatchQueue.async(group:qos:flags:execute:)`.
     @inlinable
     public func async(
         group: SQGroup? = nil,
+        qos: SQQoS = .unspecified,
         flags: SQWorkItemFlags = [],
         execute work: @escaping @Sendable () -> Void
     ) {

@@ -31,4 +31,25 @@ extension SQTime {
                 time.rawValue,
                 SQTimeInterval.negated(SQTimeInterval.clampedNanoseconds(seconds: seconds))))
     }
+
+    // The `Duration` forms are disfavoured so that `time + .seconds(1)` keeps meaning the
+    // ``SQTimeInterval`` case (as with Dispatch) instead of being ambiguous with
+    // `Duration.seconds(_:)`; a `Duration` value, or `.milliseconds(1.5)`, selects them.
+
+    /// `time` moved later by `duration`; saturates. Sub-nanosecond parts are truncated.
+    /// Dispatch has no equivalent.
+    @inlinable
+    @_disfavoredOverload
+    public static func + (time: SQTime, duration: Duration) -> SQTime {
+        SQTime(rawValue: cq_time(time.rawValue, SQTimeInterval.clampedNanoseconds(duration)))
+    }
+
+    /// `time` moved earlier by `duration`; saturates. Dispatch has no equivalent.
+    @inlinable
+    @_disfavoredOverload
+    public static func - (time: SQTime, duration: Duration) -> SQTime {
+        SQTime(
+            rawValue: cq_time(
+                time.rawValue, SQTimeInterval.negated(SQTimeInterval.clampedNanoseconds(duration))))
+    }
 }

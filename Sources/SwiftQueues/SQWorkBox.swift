@@ -4,7 +4,9 @@ import CQueueCore
 ///
 /// `SQQueue.async` and `SQGroup.notify` allocate exactly one of these per submission and pass it
 /// to the C core as an opaque, retained context (`Unmanaged.passRetained(box).toOpaque()`);
-/// ``sqRunWorkBox`` takes that retained reference back and calls the closure. Not public API.
+/// ``sqRunWorkBox`` takes that retained reference back and calls the closure. An ``SQWorkItem``
+/// instead keeps one box for the life of its C item: `sqCallWorkItemBox` calls the closure
+/// without consuming it, and the item's finalizer releases it. Not public API.
 @usableFromInline
 internal final class SQWorkBox {
     @usableFromInline

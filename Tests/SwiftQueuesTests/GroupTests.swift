@@ -56,20 +56,29 @@ import SwiftQueues
         let gate = SQSemaphore(value: 0)
         let notified = SQSemaphore(value: 0)
         let seen = Log<Int>()
-        q.async(group: group) { _ = gate.wait(timeout: patience()) }
+        let gateFinished = Counter()
+        let sawGateFinished = Log<Bool>()
+        q.async(group: group) {
+            _ = gate.wait(timeout: patience())
+            gateFinished.add()
+        }
         for _ in 0..<1_000 {
             q.async(group: group) { counter.add() }
         }
         group.notify(queue: notifyQueue) {
             sqPrecondition(.onQueue(notifyQueue))
             seen.append(counter.value)
+            sawGateFinished.append(gateFinished.value == 1)
             notified.signal()
         }
-        // The notify waits for the group: it cannot run while the gate item is outstanding.
+        // The notify waits for the group: it cannot run while the gate item is outstanding. The
+        // notify itself records whether the gate item had finished (a definite check, whenever
+        // it runs); the bounded window gives a premature notify the time to show.
         #expect(notified.wait(timeout: shortly()) == .timedOut)
         gate.signal()
         #expect(notified.wait(timeout: patience()) == .success)
         #expect(seen.values == [1_000])
+        #expect(sawGateFinished.values == [true])
     }
 
     @Test func testGroupNotifyWhenEmpty() {

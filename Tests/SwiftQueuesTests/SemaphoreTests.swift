@@ -28,16 +28,22 @@ import SwiftQueues
         let s = SQSemaphore(value: 0)
         let started = SQSemaphore(value: 0)
         let woken = SQSemaphore(value: 0)
+        let signalled = Counter()
+        let early = Counter()
         SQQueue.global().async {
             started.signal()
             s.wait()
+            if signalled.value == 0 { early.add() }
             woken.signal()
         }
         #expect(started.wait(timeout: patience()) == .success)
-        // The waiter has not been let through yet.
+        // The waiter has not been let through yet: a bounded window (no event shows "not yet"),
+        // and the waiter checks, once through, that the signal came first.
         #expect(woken.wait(timeout: shortly()) == .timedOut)
+        signalled.add()
         s.signal()
         #expect(woken.wait(timeout: patience()) == .success)
+        #expect(early.value == 0)
     }
 
     @Test func testSemaphoreSignalWithoutWaiter() {

@@ -8,7 +8,11 @@ func patience() -> SQTime {
     SQTime.now() + .seconds(60)
 }
 
-/// A short deadline for waits that are expected to time out (the event must not happen).
+/// A bounded observation window, for a wait that must time out because the event must not
+/// happen, used only where no event can prove the negative at a definite point (a suspended
+/// queue runs nothing: nothing shows "never"). Where an event exists, wait on it instead, or let
+/// the positive event record what it saw. A window can only miss a bug that shows late, never
+/// fail because the machine is slow; a positive check must follow it.
 func shortly() -> SQTime {
     SQTime.now() + .milliseconds(100)
 }

@@ -98,14 +98,21 @@ import SwiftQueues
         // A sync onto a suspended queue waits until the queue is resumed.
         let q = SQQueue(label: "sync-suspended")
         q.suspend()
+        let calling = SQSemaphore(value: 0)
         let returned = SQSemaphore(value: 0)
+        let resumed = Counter()
         let seen = Log<String>()
         SQQueue.global().async {
-            seen.append(q.sync { "ran" })
+            calling.signal()
+            seen.append(q.sync { resumed.value == 0 ? "ran early" : "ran" })
             returned.signal()
         }
+        // The caller is about to sync (an event); then a bounded window, since no event shows
+        // that the sync does not return. The closure also records whether the resume came first.
+        #expect(calling.wait(timeout: patience()) == .success)
         #expect(returned.wait(timeout: shortly()) == .timedOut)
         #expect(seen.values.isEmpty)
+        resumed.add()
         q.resume()
         #expect(returned.wait(timeout: patience()) == .success)
         #expect(seen.values == ["ran"])

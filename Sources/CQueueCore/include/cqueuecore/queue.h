@@ -153,6 +153,14 @@ CQ_EXPORT void cq_assert_queue_not(cq_queue_t queue);
  */
 CQ_EXPORT void cq_assert_queue_barrier(cq_queue_t queue);
 
+/*
+ * cq_queue_is_current_barrier
+ *   Whether cq_assert_queue_barrier(queue) would pass, without aborting (for callers that
+ *   report the failure themselves, e.g. Swift's sqPrecondition with its file and line).
+ *   Reads only the calling thread's state: thread-safe, lock-free, never blocks.
+ */
+CQ_EXPORT bool cq_queue_is_current_barrier(cq_queue_t queue);
+
 /* cq_thread_is_main: whether the calling thread is the process's main thread. */
 CQ_EXPORT bool cq_thread_is_main(void);
 

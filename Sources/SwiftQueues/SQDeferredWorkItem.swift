@@ -1,0 +1,26 @@
+import CQueueCore
+
+/// How to run a work item on a queue later from a C callback that takes a queue, a context and
+/// a function (`cq_after_f`, `cq_group_notify_f`, `cq_work_item_notify_f`): a plain item runs
+/// in place on `queue` (one `cq_retain`, no allocation); a barrier item hops through the
+/// default-priority global queue and is then submitted to `queue` as a barrier. Exactly one
+/// call of `function(context)` must follow. Not public API.
+internal struct SQDeferredWorkItem {
+    internal let queue: OpaquePointer
+    internal let context: UnsafeMutableRawPointer
+    internal let function: cq_function_t
+
+    internal init(_ item: SQWorkItem, on queue: SQQueue) {
+        if item.flags.contains(.barrier) {
+            self.queue = cq_get_global_queue(0, 0)
+            context = Unmanaged.passRetained(SQWorkItemSubmission(item: item, queue: queue))
+                .toOpaque()
+            function = sqSubmitWorkItem
+        } else {
+            cq_retain(sqObject(item.handle))
+            self.queue = queue.handle
+            context = sqObject(item.handle)
+            function = sqPerformRetainedWorkItem
+        }
+    }
+}

@@ -1,0 +1,13 @@
+import CQueueCore
+
+extension SQGroup {
+    /// Submits the work item `work` to `queue` once the group is empty (at once if it is empty
+    /// now), as ``SQQueue/async(execute:)`` would (a barrier item runs as a barrier). A
+    /// cancelled item does not run. Otherwise as ``notify(qos:flags:queue:execute:)``.
+    ///
+    /// Thread-safe; never blocks. Dispatch: `DispatchGroup.notify(queue:work:)`.
+    public func notify(queue: SQQueue, work: SQWorkItem) {
+        let deferred = SQDeferredWorkItem(work, on: queue)
+        cq_group_notify_f(handle, deferred.queue, deferred.context, deferred.function)
+    }
+}
