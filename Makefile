@@ -2,7 +2,8 @@
 #
 #   make run       install what is missing, build, run the example program (cq-hashtree)
 #   make test      install what is missing, build, run the C tests (ctest) and `swift test`
-#   make bench     build optimised and run the benchmarks against libdispatch
+#   make bench     build optimised and run the benchmarks against libdispatch: cq-bench (the C
+#                  core), the HTTP server under wrk (bench/http_bench.py)
 #   make sanitize  the C tests under ASan+UBSan and under TSan, and `swift test --sanitize=thread`
 #   make soak      minutes of mixed load (SOAK_SECONDS, default 300): counts checked, tasks/s and
 #                  RSS printed every 10 s; fails on a wrong count or RSS growth over 10 %
@@ -11,13 +12,13 @@
 #   make clean     remove the build folders
 #
 # Installing packages needs root (as in CI); as another user, install them first:
-#   sudo apt-get install liburcu-dev cmake ninja-build pkg-config gcc libblocksruntime-dev spin
+#   sudo apt-get install liburcu-dev cmake ninja-build pkg-config gcc libblocksruntime-dev spin wrk
 
 SHELL := /bin/bash
 BUILD ?= build
 JOBS ?= $(shell nproc)
 RUN_DIR ?= /usr/include
-APT_PACKAGES := liburcu-dev cmake ninja-build pkg-config gcc libblocksruntime-dev spin
+APT_PACKAGES := liburcu-dev cmake ninja-build pkg-config gcc libblocksruntime-dev spin wrk
 SWIFT_SCRATCH ?= .build
 
 .PHONY: all deps build run test test-c test-swift bench sanitize sanitize-c sanitize-swift soak fuzz \
@@ -55,8 +56,9 @@ test-swift: deps
 
 bench: deps
 	cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DCQ_BUILD_TESTS=OFF
-	ninja -C build-bench cq-bench
+	ninja -C build-bench cq-bench cq-http-server cq-http-server-libdispatch
 	./build-bench/bench/cq-bench $(BENCH_ARGS)
+	bench/http_bench.py --bin-dir build-bench/bench
 
 sanitize: sanitize-c sanitize-swift
 

@@ -92,6 +92,10 @@ struct cq__proc {
     uint32_t tick;
     uint32_t lifo_streak;
     uint32_t search_ns;         /* how long the next search spins (adaptive, see search()) */
+    uint32_t batch_max;         /* items the next inject batch takes, 0 at first (see
+                                   "Inject batches" in pool_find.c) */
+    uint32_t batch_items;       /* items of the batch being timed, taken at batch_since */
+    uint64_t batch_since;       /* 0 when no batch is being timed */
     uint64_t rng;
     struct cq__proc *lifo_victim; /* LIFO-steal bookkeeping of this proc as a thief */
     uint32_t lifo_victim_started;
