@@ -393,6 +393,13 @@ void cq__source_invoke(struct cq_source_s *s)
         cq__and(&s->state, ~CQ__SS_REGISTERED_NEW, relaxed);
         if (!(st & CQ__SS_CANCELED)) {
             call_handler(s, CQ__HANDLER_REGISTRATION);
+            /* The handler may have cancelled or suspended the source: no event handler
+             * starts after either returned. */
+            st = cq__load(&s->state, acquire);
+            if (st & CQ__SS_SUSPEND_MASK) {
+                drop_handler(s, CQ__HANDLER_REGISTRATION);
+                goto finish;
+            }
         }
         drop_handler(s, CQ__HANDLER_REGISTRATION); /* it runs at most once */
     }
