@@ -17,16 +17,21 @@
  * Every interval prints tasks per second (tasks, source handlers and after_f functions that ran;
  * apply iterations and semaphore round trips are checked but not counted) and the resident set
  * size. At the
- * end: the throughput range and the RSS growth from the first interval to the last. Exit status
- * 1 if a count was wrong or the RSS grew by more than 10 % (after the first interval, which
- * includes warm-up). With --smoke (the few seconds ctest runs) the RSS is printed, not judged:
- * a run that short is still warming up on a busy machine, so only the counts decide.
+ * end: the throughput range and the RSS growth from the first interval to the last. Then a burst
+ * phase: 1M tasks queued at once on the global queue (behind blockers holding every worker),
+ * then 1M after_f timers 0-200 ms out, each followed by 1 s of idling, after which the RSS must
+ * be back within 10 MB of its figure before the burst (docs/design.md, "Giving memory back").
+ * Exit status 1 if a count was wrong, the RSS grew by more than 10 % (after the first interval,
+ * which includes warm-up) or a burst's memory did not come back. With --smoke (the few seconds
+ * ctest runs) the RSS is printed, not judged: a run that short is still warming up on a busy
+ * machine, so only the counts decide; its bursts are 100k and it does not idle after them.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <cqueuecore.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -339,6 +344,97 @@ static void round_sources(void)
     cq_release(r.canceled);
 }
 
+/* ---- bursts: memory given back afterwards ------------------------------------------------ */
+
+struct blockers {
+    cq_semaphore_t started;
+    atomic_bool release;
+};
+
+/* Holds a worker without sleeping (a sleeping task would be replaced by another thread, which
+ * would run the burst while it is being queued). */
+static void blocker(void *ctx)
+{
+    struct blockers *b = ctx;
+    cq_semaphore_signal(b->started);
+    while (!atomic_load(&b->release)) {
+        sched_yield();
+    }
+}
+
+static void burst_tasks(long n)
+{
+    struct cq_runtime_info info;
+    cq_runtime_get_info(&info);
+    struct blockers b = {cq_semaphore_create(0), false};
+    cq_group_t g = cq_group_create();
+    cq_queue_t q = cq_get_global_queue(CQ_QUEUE_PRIORITY_DEFAULT, 0);
+    for (uint32_t i = 0; i < info.workers; i++) {
+        cq_group_async_f(g, q, &b, blocker);
+    }
+    for (uint32_t i = 0; i < info.workers; i++) {
+        cq_semaphore_wait(b.started, CQ_TIME_FOREVER);
+    }
+    atomic_long ran = 0;
+    for (long i = 0; i < n; i++) {
+        cq_group_async_f(g, q, &ran, count_task);
+    }
+    atomic_store(&b.release, true);
+    cq_group_wait(g, CQ_TIME_FOREVER);
+    if (atomic_load(&ran) != n) {
+        FAIL("burst: %ld of %ld tasks ran", atomic_load(&ran), n);
+    }
+    cq_release(g);
+    cq_release(b.started);
+}
+
+struct timer_burst {
+    cq_group_t group;
+    atomic_long fired;
+};
+
+static void timer_fired(void *ctx)
+{
+    struct timer_burst *t = ctx;
+    atomic_fetch_add_explicit(&t->fired, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&tasks_run, 1, memory_order_relaxed);
+    cq_group_leave(t->group);
+}
+
+static void burst_timers(long n)
+{
+    struct timer_burst t = {cq_group_create(), 0};
+    uint64_t seed = 0x50a4;
+    cq_time_t start = cq_time(CQ_TIME_NOW, 0);
+    for (long i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        cq_group_enter(t.group);
+        cq_after_f(cq_time(start, (int64_t)((seed >> 33) % 200000) * 1000),
+                   cq_get_global_queue(0, 0), &t, timer_fired);
+    }
+    cq_group_wait(t.group, CQ_TIME_FOREVER);
+    if (atomic_load(&t.fired) != n) {
+        FAIL("burst: %ld of %ld timers fired", atomic_load(&t.fired), n);
+    }
+    cq_release(t.group);
+}
+
+/* Runs a burst, idles `idle` seconds; returns how much bigger (KiB) the RSS is than before. */
+static long burst(const char *what, void (*run)(long), long n, double idle)
+{
+    long before = rss_kib();
+    run(n);
+    long done = rss_kib();
+    struct timespec ts = {(time_t)idle, (long)((idle - (long)idle) * 1e9)};
+    nanosleep(&ts, NULL);
+    long after = rss_kib();
+    printf("burst of %ld %s: RSS %ld KiB before, %ld KiB when done, %ld KiB after %.0f s idle "
+           "(%+ld KiB)\n",
+           n, what, before, done, after, idle, after - before);
+    fflush(stdout);
+    return after - before;
+}
+
 /* ---- driver ----------------------------------------------------------------------------------- */
 
 static atomic_bool stop;
@@ -406,10 +502,17 @@ int main(int argc, char **argv)
     for (int i = 0; i < DRIVERS; i++) {
         pthread_join(threads[i], NULL);
     }
+    long total_tasks = atomic_load(&tasks_run);
+    double total_s = (double)(now_ns() - start) / 1e9;
+    /* The burst phase (in --smoke: smaller, no idling, nothing judged). */
+    long burst_n = smoke ? 100000 : 1000000;
+    double burst_idle = smoke ? 0 : 1;
+    long kept_tasks = burst("tasks", burst_tasks, burst_n, burst_idle);
+    long kept_timers = burst("after_f timers", burst_timers, burst_n, burst_idle);
     double growth = first_rss ? 100.0 * (double)(rss - first_rss) / (double)first_rss : 0;
     printf("%ld tasks in %.0f s; after the first interval: %.0f to %.0f tasks/s; RSS %ld KiB "
            "after the first interval, %ld KiB at the end (%+.1f %%); %d errors\n",
-           atomic_load(&tasks_run), (double)(now_ns() - start) / 1e9,
+           total_tasks, total_s,
            intervals > 1 ? min_rate : 0, max_rate, first_rss, rss, growth,
            atomic_load(&errors));
     /* Under a sanitizer, RSS holds its quarantine and shadow memory, which grow for minutes:
@@ -425,7 +528,12 @@ int main(int argc, char **argv)
 #else
     const bool rss_checked = true;
 #endif
-    if (atomic_load(&errors) != 0 || (rss_checked && !smoke && intervals > 2 && growth > 10.0)) {
+    bool kept = kept_tasks > 10 * 1024 || kept_timers > 10 * 1024;
+    if (rss_checked && !smoke && kept) {
+        printf("a burst's memory did not come back within 1 s of idling (limit: 10 MB)\n");
+    }
+    if (atomic_load(&errors) != 0 || (rss_checked && !smoke && intervals > 2 && growth > 10.0) ||
+        (rss_checked && !smoke && kept)) {
         printf("FAILED\n");
         return 1;
     }

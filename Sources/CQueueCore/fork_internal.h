@@ -27,7 +27,7 @@ CQ__FORK_HOOKS(pool)     /* pool.c: start lock, pool lock; the pool starts over 
 CQ__FORK_HOOKS(reactor)  /* reactor.c: start lock; descriptors closed, restarts on use */
 CQ__FORK_HOOKS(timer)    /* timer.c: schedule lock; timers of the parent dropped */
 CQ__FORK_HOOKS(specific) /* queue_specific.c: writers' lock */
-CQ__FORK_HOOKS(task)     /* task.c: arena lock, depot pop lock */
+CQ__FORK_HOOKS(task)     /* task.c: trim lock (a trim in progress), arena lock, depot pop lock */
 CQ__FORK_HOOKS(rcu)      /* rcu.c: liburcu-bp's grace-period and registry locks */
 CQ__FORK_HOOKS(rcu_call_rcu) /* rcu.c: liburcu's call_rcu threads (restarted lazily) */
 

@@ -331,6 +331,7 @@ static void park(struct cq__thread *t, struct cq__proc *p)
         }
         /* a notifier claimed us already: take its wake-up below */
     }
+    cq__task_idle(); /* while a trim is due, the free tasks go where the trimmer sees them */
     park_thread(t);
     t->searching = t->wake_searching;
     t->wake_searching = false;

@@ -1,8 +1,18 @@
 /*
  * Task allocation: per-thread free lists, refilled from and drained to a shared depot of
  * batches (a liburcu lock-free stack), so a producer thread and the consumer threads that free
- * its tasks exchange memory a batch at a time. Tasks come from 64-byte-aligned slabs and are
- * never returned to malloc.
+ * its tasks exchange memory a batch at a time. Tasks come from 64-byte-aligned slabs carved
+ * from 2 MiB arenas (never from malloc).
+ *
+ * Giving memory back (docs/design.md): once the tasks use more than two arenas, the trimmer
+ * thread (task.c) waits for the allocator to be quiet for a delay (500 ms, longer after a
+ * premature trim), then unmaps every arena whose tasks are all in the depot and calls
+ * malloc_trim. The per-thread fast paths are untouched; the slow paths (once per batch) note
+ * that the runtime is busy.
+ * Who may call what:
+ *   the owning thread                  cq__task_alloc, cq__task_free, cq__task_cache_flush,
+ *                                      cq__task_idle (a worker about to park)
+ *   any thread                         cq__trim_later
  */
 #ifndef CQ_TASK_INTERNAL_H
 #define CQ_TASK_INTERNAL_H
@@ -16,6 +26,15 @@
 CQ_INTERNAL struct cq__task *cq__task_alloc_slow(void);
 CQ_INTERNAL void cq__task_free_slow(void);
 CQ_INTERNAL void cq__task_cache_flush(void);
+
+/* Memory was allocated or freed in bulk (task arenas, timer heaps): give back what is free
+ * once the runtime has been quiet for a while. Cheap when a trim is already due; starts the
+ * trimmer thread the first time. */
+CQ_INTERNAL void cq__trim_later(void);
+
+/* The calling pool worker is about to park: hands its free tasks to the depot if a trim is
+ * due (so the trimmer can give their arenas back). */
+CQ_INTERNAL void cq__task_idle(void);
 
 CQ_INLINE struct cq__task *cq__task_alloc(void)
 {

@@ -21,6 +21,7 @@
 #include "queue_internal.h"
 #include "reactor_internal.h"
 #include "source_internal.h"
+#include "task_internal.h"
 #include "time_internal.h"
 
 #define NOT_IN_HEAP UINT32_MAX
@@ -152,16 +153,33 @@ static void sift_down(struct heap *h, int by, uint32_t i)
     heap_set(h, by, i, e);
 }
 
+/* Heaps double when full and halve when a quarter full (never below HEAP_MIN_CAPACITY), so the
+ * arrays of a burst of timers go back as the timers fire. A change at or above
+ * HEAP_TRIM_CAPACITY asks for a trim (task_internal.h): glibc keeps freed memory in the middle
+ * of its heaps (the timers' records too) until malloc_trim. */
+#define HEAP_MIN_CAPACITY 64u
+#define HEAP_TRIM_CAPACITY 65536u
+
+static void heap_resize(struct heap *h, uint32_t cap)
+{
+    struct heap_entry *items = realloc(h->items, cap * sizeof *items);
+    if (items == NULL) {
+        if (cap < h->capacity) {
+            return; /* keeping the larger array is fine */
+        }
+        cq__crash("out of memory scheduling a timer");
+    }
+    if (cap >= HEAP_TRIM_CAPACITY || h->capacity >= HEAP_TRIM_CAPACITY) {
+        cq__trim_later();
+    }
+    h->items = items;
+    h->capacity = cap;
+}
+
 static void heap_insert(struct heap *h, int by, struct cq__timer *t)
 {
     if (h->count == h->capacity) {
-        uint32_t cap = h->capacity ? h->capacity * 2 : 64;
-        struct heap_entry *items = realloc(h->items, cap * sizeof *items);
-        if (items == NULL) {
-            cq__crash("out of memory scheduling a timer");
-        }
-        h->items = items;
-        h->capacity = cap;
+        heap_resize(h, h->capacity ? h->capacity * 2 : HEAP_MIN_CAPACITY);
     }
     struct heap_entry e = {by == BY_DEADLINE ? t->deadline : t->latest, t->seq, t};
     heap_set(h, by, h->count++, e);
@@ -173,12 +191,14 @@ static void heap_remove(struct heap *h, int by, struct cq__timer *t)
     uint32_t i = t->heap_idx[by];
     t->heap_idx[by] = NOT_IN_HEAP;
     struct heap_entry last = h->items[--h->count];
-    if (i == h->count) {
-        return;
+    if (i != h->count) {
+        heap_set(h, by, i, last);
+        sift_down(h, by, i);
+        sift_up(h, by, last.timer->heap_idx[by]);
     }
-    heap_set(h, by, i, last);
-    sift_down(h, by, i);
-    sift_up(h, by, last.timer->heap_idx[by]);
+    if (h->capacity > HEAP_MIN_CAPACITY && h->count <= h->capacity / 4) {
+        heap_resize(h, h->capacity / 2);
+    }
 }
 
 static void schedule(struct cq__timer *t)

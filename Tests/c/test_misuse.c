@@ -791,6 +791,31 @@ static void environment_at_limits(void *arg)
     cq_release(g);
 }
 
+/* A trim delay beyond an hour is clamped, reported by the burst that first asks for a trim
+ * (three task arenas of 2 MiB: 100k tasks queued at once). */
+static void hold_gate(void *ctx)
+{
+    WAIT_SEMA((cq_semaphore_t)ctx);
+}
+
+static void trim_delay_huge(void *arg)
+{
+    (void)arg;
+    setenv("CQ_TRIM_DELAY_MS", "99999999", 1);
+    cq_semaphore_t gate = cq_semaphore_create(0);
+    cq_queue_t q = cq_queue_create("burst", NULL);
+    atomic_long ran = 0;
+    cq_async_f(q, gate, hold_gate);
+    for (int i = 0; i < 100000; i++) {
+        cq_async_f(q, &ran, count_one);
+    }
+    cq_semaphore_signal(gate);
+    cq_sync_f(q, &ran, count_one);
+    CHECK_EQ(atomic_load(&ran), 100001);
+    cq_release(q);
+    cq_release(gate);
+}
+
 static void negative_semaphore(void *arg)
 {
     (void)arg;
@@ -1223,6 +1248,13 @@ static void test_reports(void)
         {NULL, 0}};
     expect_report("thread-limit-below-minimum", environment_at_limits, (void *)small_limit,
                   small_lines);
+
+    static const struct expected_line trim[] = {
+        {"CQueueCore: CQ_TRIM_DELAY_MS=99999999 is more than 3600000, the most the runtime "
+         "supports here: using 3600000\n",
+         1},
+        {NULL, 0}};
+    expect_report("trim-delay-huge", trim_delay_huge, NULL, trim);
 
     static const struct expected_line negative[] = {
         {"CQueueCore: cq_semaphore_create: negative initial value -5 (returning NULL)\n", 1},
