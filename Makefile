@@ -3,7 +3,8 @@
 #   make run       install what is missing, build, run the example program (cq-hashtree)
 #   make test      install what is missing, build, run the C tests (ctest) and `swift test`
 #   make bench     build optimised and run the benchmarks against libdispatch: cq-bench (the C
-#                  core), the HTTP server under wrk (bench/http_bench.py)
+#                  core), the HTTP server under wrk (bench/http_bench.py), then the Swift layer
+#                  against the Dispatch overlay (Benchmarks/, sq-swift-bench)
 #   make sanitize  the C tests under ASan+UBSan and under TSan, and `swift test --sanitize=thread`
 #   make soak      minutes of mixed load (SOAK_SECONDS, default 300): counts checked, tasks/s and
 #                  RSS printed every 10 s; fails on a wrong count or RSS growth over 10 %
@@ -59,6 +60,8 @@ bench: deps
 	ninja -C build-bench cq-bench cq-http-server cq-http-server-libdispatch
 	./build-bench/bench/cq-bench $(BENCH_ARGS)
 	bench/http_bench.py --bin-dir build-bench/bench
+	swift build -c release --package-path Benchmarks --scratch-path .build-bench-swift
+	./.build-bench-swift/release/sq-swift-bench $(SWIFT_BENCH_ARGS)
 
 sanitize: sanitize-c sanitize-swift
 
@@ -91,4 +94,5 @@ sanitize-swift: deps
 	swift test --scratch-path .build-tsan --sanitize=thread
 
 clean:
-	rm -rf $(BUILD) build-bench build-asan build-tsan build-fuzz $(SWIFT_SCRATCH) .build-tsan
+	rm -rf $(BUILD) build-bench build-asan build-tsan build-fuzz $(SWIFT_SCRATCH) .build-tsan \
+	  .build-bench-swift

@@ -23,9 +23,23 @@ struct apply {
     struct cq__event finished;            /* signalled by whoever completes the last chunk */
     size_t iterations;
     size_t chunk;
-    cq_apply_function_t function;
+    cq_apply_function_t function;       /* one of the two is set */
+    cq_apply_range_function_t ranges;
     void *context;
 };
+
+/* Runs iterations [start, end) with whichever function the caller gave. */
+static inline void run_range(cq_apply_function_t function, cq_apply_range_function_t ranges,
+                             void *context, size_t start, size_t end)
+{
+    if (ranges) {
+        ranges(context, start, end);
+        return;
+    }
+    for (size_t i = start; i < end; i++) {
+        function(context, i);
+    }
+}
 
 static void participate(struct apply *a)
 {
@@ -36,9 +50,7 @@ static void participate(struct apply *a)
             return;
         }
         size_t end = start + chunk < n ? start + chunk : n;
-        for (size_t i = start; i < end; i++) {
-            a->function(a->context, i);
-        }
+        run_range(a->function, a->ranges, a->context, start, end);
         /* acq_rel: our iterations happen-before whoever sees the total (then the caller) */
         if (cq__add(&a->done, end - start, acq_rel) + (end - start) == n) {
             cq__event_signal(&a->finished);
@@ -76,6 +88,7 @@ static bool chain_is_serial(struct cq_queue_s *q)
 struct apply_start {
     size_t iterations;
     cq_apply_function_t function;
+    cq_apply_range_function_t ranges;
     void *context;
     struct cq_queue_s *queue;
     struct apply *shared; /* out: NULL if it ran serially */
@@ -88,9 +101,7 @@ static void apply_on_queue(void *ctx)
     const size_t n = st->iterations;
     uint32_t workers = cq__pool_workers();
     if (n == 1 || workers == 1 || chain_is_serial(st->queue)) {
-        for (size_t i = 0; i < n; i++) {
-            st->function(st->context, i);
-        }
+        run_range(st->function, st->ranges, st->context, 0, n);
         return;
     }
     size_t pieces = (size_t)workers * 16;
@@ -111,6 +122,7 @@ static void apply_on_queue(void *ctx)
     a->iterations = n;
     a->chunk = chunk;
     a->function = st->function;
+    a->ranges = st->ranges;
     a->context = st->context;
     for (uint32_t h = 0; h < helpers; h++) {
         struct cq__task *t = cq__task_alloc();
@@ -122,25 +134,37 @@ static void apply_on_queue(void *ctx)
     st->shared = a;
 }
 
-void cq_apply_f(size_t iterations, cq_queue_t q, void *ctx, cq_apply_function_t fn)
+static void apply(size_t iterations, cq_queue_t q, void *ctx, cq_apply_function_t fn,
+                  cq_apply_range_function_t ranges, const char *call)
 {
-    cq__queue_check(q, "cq_apply_f");
-    if (fn == NULL) {
-        cq__crash("cq_apply_f: NULL function");
+    cq__queue_check(q, call);
+    if (fn == NULL && ranges == NULL) {
+        cq__crash("%s: NULL function", call);
     }
     if (iterations == 0) {
         return;
     }
     if (cq__unlikely(iterations > PTRDIFF_MAX)) {
-        cq__crash("cq_apply_f: %zu iterations is too many (a negative count converted to "
-                  "size_t?)", iterations);
+        cq__crash("%s: %zu iterations is too many (a negative count converted to size_t?)",
+                  call, iterations);
     }
-    struct apply_start st = {iterations, fn, ctx, q, NULL};
-    cq__sync_named(q, &st, apply_on_queue, "cq_apply_f");
+    struct apply_start st = {iterations, fn, ranges, ctx, q, NULL};
+    cq__sync_named(q, &st, apply_on_queue, call);
     if (st.shared) {
         /* Only chunks in progress on helpers are waited for; helpers that never started
          * find nothing left and drop their reference. */
         cq__event_wait(&st.shared->finished);
         apply_release(st.shared);
     }
+}
+
+void cq_apply_f(size_t iterations, cq_queue_t q, void *ctx, cq_apply_function_t fn)
+{
+    apply(iterations, q, ctx, fn, NULL, "cq_apply_f");
+}
+
+void cq_apply_ranges_f(size_t iterations, cq_queue_t q, void *ctx,
+                       cq_apply_range_function_t ranges)
+{
+    apply(iterations, q, ctx, NULL, ranges, "cq_apply_ranges_f");
 }

@@ -1,12 +1,31 @@
 import CQueueCore
 
-/// The C trampoline for `concurrentPerform`: `context` points to an `(Int) -> Void` closure on
-/// the caller's stack, which the C core calls from several threads at once (read-only).
+/// The body of a `concurrentPerform` call, on the caller's stack. A struct field keeps the
+/// closure at its natural abstraction: stored through a generic pointer instead, every call
+/// went through a reabstraction thunk.
 @usableFromInline
-internal let sqRunStackIteration: cq_apply_function_t = { context, iteration in
-    // safety: the caller keeps the closure alive and unmoved until cq_apply_f returns, which is
-    // after every iteration has returned; the closure is only read.
-    context!.assumingMemoryBound(to: ((Int) -> Void).self).pointee(iteration)
+internal struct SQPerformBody {
+    @usableFromInline
+    internal let work: @Sendable (Int) -> Void
+
+    @inlinable
+    internal init(work: @escaping @Sendable (Int) -> Void) {
+        self.work = work
+    }
+}
+
+/// The C trampoline for `concurrentPerform`: `context` points to an ``SQPerformBody`` on the
+/// caller's stack, which the C core calls from several threads at once (read-only), once per
+/// chunk of iterations: the closure is loaded (retained) once per chunk and called in a plain
+/// loop, not reloaded per iteration.
+@usableFromInline
+internal let sqRunStackRange: cq_apply_range_function_t = { context, start, end in
+    // safety: the caller keeps the body alive and unmoved until cq_apply_ranges_f returns,
+    // which is after every chunk has returned; the body is only read.
+    let work = context.unsafelyUnwrapped.assumingMemoryBound(to: SQPerformBody.self).pointee.work
+    for i in start..<end {
+        work(i)
+    }
 }
 
 extension SQQueue {
@@ -30,13 +49,13 @@ extension SQQueue {
             return
         }
         withoutActuallyEscaping(work) { escapable in
-            var closure: (Int) -> Void = escapable
-            withUnsafeMutablePointer(to: &closure) { pointer in
-                cq_apply_f(
+            var body = SQPerformBody(work: escapable)
+            withUnsafeMutablePointer(to: &body) { pointer in
+                cq_apply_ranges_f(
                     iterations,
                     cq_get_global_queue(0, 0),
                     UnsafeMutableRawPointer(pointer),
-                    sqRunStackIteration)
+                    sqRunStackRange)
             }
         }
     }

@@ -200,9 +200,10 @@ public final class SQQueue: @unchecked Sendable {
     /// ``SQWorkItemFlags/barrier``. The closure does not need to be `@Sendable`: it runs before
     /// `sync` returns, and the caller is blocked meanwhile.
     ///
-    /// Cost: the closure's context and result live on the caller's stack. A closure without
-    /// captures costs no allocation; a capturing one costs one small allocation, the wrapper
-    /// Swift's `withoutActuallyEscaping` needs to hand a non-escaping closure to C.
+    /// Cost: the closure's context and result live on the caller's stack; one small allocation
+    /// (the box Swift's `withoutActuallyEscaping` needs to hand a non-escaping closure to C), and
+    /// no generic metadata lookup at run time (the trampoline reaches this call's
+    /// specialization through a context-free closure).
     ///
     /// Blocks until the closure has run. Calling `sync` onto a queue the calling thread is
     /// already running exclusively (directly, through a chain of syncs, or through a target

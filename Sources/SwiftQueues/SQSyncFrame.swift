@@ -1,15 +1,9 @@
 import CQueueCore
 
-/// Lets the non-generic C trampoline run a generic ``SQSyncFrame`` through its metatype.
-@usableFromInline
-internal protocol SQSyncFrameProtocol {
-    static func invoke(_ frame: UnsafeMutableRawPointer)
-}
-
 /// The state of a `sync` call, on the caller's stack for the whole (blocking) C call: the
 /// closure and its outcome. Nothing in it is allocated on the heap.
 @usableFromInline
-internal struct SQSyncFrame<T>: SQSyncFrameProtocol {
+internal struct SQSyncFrame<T> {
     @usableFromInline
     internal let work: () throws -> T
     @usableFromInline
@@ -30,7 +24,8 @@ internal struct SQSyncFrame<T>: SQSyncFrameProtocol {
     @inlinable
     internal mutating func run(on queue: OpaquePointer, barrier: Bool) {
         withUnsafeMutablePointer(to: &self) { frame in
-            var call = SQSyncCall(invoker: SQSyncFrame<T>.self, frame: UnsafeMutableRawPointer(frame))
+            var call = SQSyncCall(
+                invoke: { SQSyncFrame<T>.invoke($0) }, frame: UnsafeMutableRawPointer(frame))
             withUnsafeMutablePointer(to: &call) { call in
                 if barrier {
                     cq_barrier_sync_f(queue, call, sqRunSyncFrame)
@@ -41,7 +36,7 @@ internal struct SQSyncFrame<T>: SQSyncFrameProtocol {
         }
     }
 
-    @usableFromInline
+    @inlinable
     internal static func invoke(_ frame: UnsafeMutableRawPointer) {
         let frame = frame.assumingMemoryBound(to: SQSyncFrame<T>.self)
         do {
@@ -57,6 +52,6 @@ internal struct SQSyncFrame<T>: SQSyncFrameProtocol {
 internal let sqRunSyncFrame: cq_function_t = { context in
     // safety: the caller keeps the call and its frame alive and unmoved until cq_sync_f
     // returns, and the C core calls the function before it returns.
-    let call = context!.load(as: SQSyncCall.self)
-    call.invoker.invoke(call.frame)
+    let call = context.unsafelyUnwrapped.assumingMemoryBound(to: SQSyncCall.self)
+    call.pointee.invoke(call.pointee.frame)
 }

@@ -196,6 +196,53 @@ static void test_apply_with_blocked_workers(void)
     cq_release(b.gate);
 }
 
+/* cq_apply_ranges_f: the ranges cover [0, n) exactly once, on the global queue and (as one
+ * range) on a serial queue. */
+struct ranges_check {
+    atomic_uchar *seen;
+    atomic_int calls;
+    atomic_int empty;
+};
+
+static void mark_range(void *ctx, size_t start, size_t end)
+{
+    struct ranges_check *r = ctx;
+    atomic_fetch_add(&r->calls, 1);
+    if (start >= end) {
+        atomic_fetch_add(&r->empty, 1);
+    }
+    for (size_t i = start; i < end; i++) {
+        atomic_fetch_add(&r->seen[i], 1);
+    }
+}
+
+static void test_ranges(void)
+{
+    enum { N = 100003 };
+    struct ranges_check r = {.seen = calloc(N, sizeof(atomic_uchar))};
+    REQUIRE(r.seen != NULL);
+    cq_apply_ranges_f(N, cq_get_global_queue(CQ_QUEUE_PRIORITY_DEFAULT, 0), &r, mark_range);
+    int wrong = 0;
+    for (size_t i = 0; i < N; i++) {
+        wrong += atomic_load(&r.seen[i]) != 1;
+        atomic_store(&r.seen[i], 0);
+    }
+    CHECK_EQ(wrong, 0);
+    CHECK_EQ(atomic_load(&r.empty), 0);
+    CHECK(atomic_load(&r.calls) >= 1);
+    fprintf(stderr, "   %d ranges on the global queue\n", atomic_load(&r.calls));
+    atomic_store(&r.calls, 0);
+    cq_queue_t serial = cq_queue_create("ranges", NULL);
+    cq_apply_ranges_f(N, serial, &r, mark_range);
+    for (size_t i = 0; i < N; i++) {
+        wrong += atomic_load(&r.seen[i]) != 1;
+    }
+    CHECK_EQ(wrong, 0);
+    CHECK_EQ(atomic_load(&r.calls), 1); /* one range: it runs as a sync onto the queue */
+    cq_release(serial);
+    free(r.seen);
+}
+
 int main(void)
 {
     RUN(test_each_index_once);
@@ -204,5 +251,6 @@ int main(void)
     RUN(test_concurrent_queue);
     RUN(test_apply_in_tasks);
     RUN(test_apply_with_blocked_workers);
+    RUN(test_ranges);
     TEST_MAIN_END();
 }

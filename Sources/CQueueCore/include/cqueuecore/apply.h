@@ -21,6 +21,19 @@ CQ_BEGIN_DECLS
 CQ_EXPORT void cq_apply_f(size_t iterations, cq_queue_t queue, void *context,
                           cq_apply_function_t function);
 
+/* A range of iterations: calls for every i in [start, end). */
+typedef void (*cq_apply_range_function_t)(void *context, size_t start, size_t end);
+
+/*
+ * cq_apply_ranges_f
+ *   As cq_apply_f, but `function(context, start, end)` is called once per chunk, covering the
+ *   iterations [start, end); the chunks cover [0, iterations) exactly once. For callers whose
+ *   per-iteration call is costly to set up (a Swift closure is loaded once per chunk, not once
+ *   per iteration). Not in libdispatch.
+ */
+CQ_EXPORT void cq_apply_ranges_f(size_t iterations, cq_queue_t queue, void *context,
+                                 cq_apply_range_function_t function);
+
 CQ_END_DECLS
 
 #endif /* CQUEUECORE_APPLY_H */
