@@ -24,11 +24,13 @@ struct cq__group_notify {
     cq_function_t function;
 };
 
+static void group_xref_dispose(struct cq__object *o);
 static void group_dispose(struct cq__object *o);
 
 const struct cq__class cq__group_class = {
     .kind = CQ__KIND_GROUP,
     .name = "group",
+    .xref_dispose = group_xref_dispose,
     .dispose = group_dispose,
 };
 
@@ -56,7 +58,46 @@ cq_group_t cq_group_create(void)
     atomic_init(&g->state, 0);
     pthread_mutex_init(&g->notify_lock, NULL);
     g->notify_head = g->notify_tail = NULL;
+    g->flag_gen = g->wakes_due = g->wakes_done = 0;
+    g->wake_ref = false;
     return g;
+}
+
+/*
+ * The last cq_release. A busy group must outlive it (its tasks hold no reference): take an
+ * internal one for the count and mark the word ORPHAN, which the emptying leave sees in its
+ * add and drops it. An empty group goes at once, or when its wakers are done (they hold their
+ * own reference).
+ */
+static void group_xref_dispose(struct cq__object *o)
+{
+    struct cq_group_s *g = (struct cq_group_s *)o;
+    /* acquire: every leave's add (the last touch of a leave that saw no flag) happens-before
+     * the free that may follow when we find the group empty */
+    uint64_t s = cq__load(&g->state, acquire);
+    if (CQ__GS_COUNT(s) == 0) {
+        return;
+    }
+    cq__ref_retain(&g->obj);
+    /* release: our retain happens-before the emptying leave's drop (it acquires the add) */
+    while (!cq__cas_weak(&g->state, &s, s | CQ__GS_ORPHAN, acq_rel)) {
+        /* acquire, as above: a failed CAS reads relaxed (found by ThreadSanitizer) */
+        s = cq__load(&g->state, acquire);
+        if (CQ__GS_COUNT(s) == 0) {
+            cq__ref_release(&g->obj); /* cannot be the last: the caller still holds one */
+            return;
+        }
+    }
+}
+
+/* Under notify_lock: a CAS just set the first flag on a word `s` without any. */
+static void flags_set(struct cq_group_s *g, uint64_t s)
+{
+    g->flag_gen = CQ__GS_GEN(s);
+    if (!g->wake_ref) {
+        g->wake_ref = true;
+        cq__ref_retain(&g->obj); /* the caller's own reference keeps g alive until now */
+    }
 }
 
 static void group_dispose(struct cq__object *o)
@@ -76,16 +117,12 @@ static inline void enter(struct cq_group_s *g)
 {
     uint64_t s = cq__load(&g->state, relaxed), n;
     do {
-        uint32_t count = CQ__GS_COUNT(s);
-        if (cq__unlikely(count == CQ__GS_COUNT_MAX)) {
+        if (cq__unlikely(CQ__GS_FIELD(s) == CQ__GS_COUNT_ONE)) { /* the count is at its maximum */
             cq__crash("cq_group_enter: too many outstanding enters on group %p", (void *)g);
         }
-        /* minus one in bits 2-31; from empty, give back what that borrows from the generation */
-        n = s - CQ__GS_COUNT_ONE + (count == 0 ? CQ__GS_GEN_ONE : 0);
+        /* minus one in bits 3-31; the upper half (the generation) is kept as it is */
+        n = (s & ~0xffffffffull) | (uint32_t)((uint32_t)s - (uint32_t)CQ__GS_COUNT_ONE);
     } while (!cq__cas_weak(&g->state, &s, n, relaxed));
-    if (cq__unlikely(CQ__GS_COUNT(s) == 0)) {
-        cq__ref_retain(&g->obj); /* the reference a non-zero count holds */
-    }
 }
 
 void cq_group_enter(cq_group_t g)
@@ -93,10 +130,14 @@ void cq_group_enter(cq_group_t g)
     enter(group_check(g, "cq_group_enter"));
 }
 
-/* Our leave emptied generation GEN(old) and saw WAITERS or NOTIFY in `old`. */
+/* Our leave emptied generation GEN(old) and saw WAITERS or NOTIFY in `old`. The wakers'
+ * reference keeps g alive until we have counted ourselves done. */
 static CQ_NOINLINE void group_wake(struct cq_group_s *g, uint64_t old)
 {
     uint32_t gen = CQ__GS_GEN(old);
+    if (old & CQ__GS_WAITERS) {
+        cq__futex_wake(gen_word(g), INT_MAX); /* our add moved the word they sleep on */
+    }
     struct cq__group_notify *list = NULL, **tail = &list;
     pthread_mutex_lock(&g->notify_lock);
     if (old & CQ__GS_NOTIFY) {
@@ -125,9 +166,20 @@ static CQ_NOINLINE void group_wake(struct cq_group_s *g, uint64_t old)
             n &= ~CQ__GS_WAITERS;
         }
     } while (n != s && !cq__cas_weak(&g->state, &s, n, relaxed));
+    if ((s & CQ__GS_FLAGS) && !(n & CQ__GS_FLAGS)) {
+        /* we closed an interval: its emptyings are all counted, each one a group_wake */
+        g->wakes_due += CQ__GS_GEN(s) - g->flag_gen;
+    }
+    g->wakes_done++;
+    /* The flags only change under the lock: a flagless word stays so while we hold it. */
+    bool drop = g->wake_ref && !(cq__load(&g->state, relaxed) & CQ__GS_FLAGS) &&
+                g->wakes_done == g->wakes_due;
+    if (drop) {
+        g->wake_ref = false;
+    }
     pthread_mutex_unlock(&g->notify_lock);
-    if (old & CQ__GS_WAITERS) {
-        cq__futex_wake(gen_word(g), INT_MAX);
+    if (drop) {
+        cq__ref_release(&g->obj); /* the wakers' reference; may free g */
     }
     while (list) {
         struct cq__group_notify *next = list->next;
@@ -138,6 +190,17 @@ static CQ_NOINLINE void group_wake(struct cq_group_s *g, uint64_t old)
     }
 }
 
+/* Our leave emptied the group and saw a flag or ORPHAN in `s`. */
+static CQ_NOINLINE void leave_emptied(struct cq_group_s *g, uint64_t s)
+{
+    if (s & CQ__GS_FLAGS) {
+        group_wake(g, s);
+    }
+    if (s & CQ__GS_ORPHAN) {
+        cq__ref_release(&g->obj); /* the count's reference (group_xref_dispose); may free g */
+    }
+}
+
 static inline void leave(struct cq_group_s *g)
 {
     /* release: the work done before leaving happens-before a waiter that sees the group empty;
@@ -145,18 +208,19 @@ static inline void leave(struct cq_group_s *g)
      * happens-before what it does next: waking, notifies, perhaps freeing g.
      * Adding one to minus the count: the emptying leave carries into the generation. */
     uint64_t s = cq__add(&g->state, CQ__GS_COUNT_ONE, acq_rel);
-    uint32_t count = CQ__GS_COUNT(s);
-    if (cq__likely(count > 1)) {
+    /* No bit, and the count was not 0: nothing more to do, emptying or not. If we emptied it,
+     * g may be freed from now on: do not touch it. */
+    if (cq__likely(((uint32_t)s & (uint32_t)(CQ__GS_FLAGS | CQ__GS_ORPHAN)) == 0 &&
+                   CQ__GS_FIELD(s) != 0)) {
         return;
     }
-    if (cq__unlikely(count == 0)) {
+    if (cq__unlikely(CQ__GS_FIELD(s) == 0)) {
         cq__crash("cq_group_leave: unbalanced call on group %p (leave without a matching enter)",
                   (void *)g);
     }
-    if (s & (CQ__GS_WAITERS | CQ__GS_NOTIFY)) {
-        group_wake(g, s);
+    if (CQ__GS_FIELD(s) == (uint32_t)CQ__GS_COUNT_MASK) { /* the count was 1: we emptied it */
+        leave_emptied(g, s);
     }
-    cq__ref_release(&g->obj); /* the count's reference; may free g */
 }
 
 void cq_group_leave(cq_group_t g)
@@ -188,6 +252,30 @@ void cq_group_async_f(cq_group_t g, cq_queue_t q, void *ctx, cq_function_t fn)
 static bool is_task_of(struct cq__item *it, void *g)
 {
     return it->kind == CQ__ITEM_TASK && ((struct cq__task *)it)->group == g;
+}
+
+/* Sets WAITERS for a waiter of generation `gen` (under the lock: it may be the first flag); false
+ * if the group emptied in that generation meanwhile. */
+static bool set_waiters(struct cq_group_s *g, uint32_t gen)
+{
+    bool set = false;
+    pthread_mutex_lock(&g->notify_lock);
+    uint64_t s = cq__load(&g->state, relaxed);
+    while (CQ__GS_COUNT(s) != 0 && CQ__GS_GEN(s) == gen) {
+        if (s & CQ__GS_WAITERS) {
+            set = true;
+            break;
+        }
+        if (cq__cas_weak(&g->state, &s, s | CQ__GS_WAITERS, relaxed)) {
+            if (!(s & CQ__GS_FLAGS)) {
+                flags_set(g, s);
+            }
+            set = true;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&g->notify_lock);
+    return set;
 }
 
 intptr_t cq_group_wait(cq_group_t g, cq_time_t timeout)
@@ -232,9 +320,8 @@ intptr_t cq_group_wait(cq_group_t g, cq_time_t timeout)
             result = 0;
             break;
         }
-        if (!(s & CQ__GS_WAITERS) &&
-            !cq__cas_weak(&g->state, &s, s | CQ__GS_WAITERS, relaxed)) {
-            continue;
+        if (!(s & CQ__GS_WAITERS) && !set_waiters(g, gen)) {
+            continue; /* it emptied meanwhile: the check above returns */
         }
         if (cq__futex_wait(gen_word(g), gen, &d) == ETIMEDOUT) {
             s = cq__load(&g->state, acquire);
@@ -271,11 +358,19 @@ void cq_group_notify_f(cq_group_t g, cq_queue_t q, void *ctx, cq_function_t fn)
             cq_async_f(q, ctx, fn);
             return;
         }
-        /* acq_rel: an emptying leave that sees NOTIFY takes the list after our append (it
-         * locks); a CAS that fails because the group emptied meanwhile reloads the count. */
-        if ((s & CQ__GS_NOTIFY) || cq__cas_weak(&g->state, &s, s | CQ__GS_NOTIFY, acq_rel)) {
+        if (s & CQ__GS_NOTIFY) {
             break;
         }
+        /* acq_rel: an emptying leave that sees NOTIFY takes the list after our append (it
+         * locks). A CAS that fails because the group emptied meanwhile read the word relaxed:
+         * load it again with acquire, so that a notify run at once sees the members' work. */
+        if (cq__cas_weak(&g->state, &s, s | CQ__GS_NOTIFY, acq_rel)) {
+            if (!(s & CQ__GS_FLAGS)) {
+                flags_set(g, s);
+            }
+            break;
+        }
+        s = cq__load(&g->state, acquire);
     }
     n->gen = CQ__GS_GEN(s);
     cq__ref_retain(&q->obj);

@@ -132,7 +132,8 @@ static void sync_level(struct cq_queue_s *q, bool barrier, void *ctx, cq_functio
     sync_release(q, exclusive, drain_ref);
 }
 
-static void sync_impl(cq_queue_t q, void *ctx, cq_function_t fn, bool barrier, const char *call)
+static CQ_NOINLINE void sync_impl(cq_queue_t q, void *ctx, cq_function_t fn, bool barrier,
+                                  const char *call)
 {
     cq__queue_check(q, call);
     if (cq__unlikely(fn == NULL)) {
@@ -157,6 +158,44 @@ void cq__sync_named(cq_queue_t q, void *ctx, cq_function_t fn, const char *call)
     sync_impl(q, ctx, fn, false, call);
 }
 
+/* cq_sync_f found q idle and took its LOCK, but q does not target a global queue: give the
+ * LOCK back and take the general way. */
+static CQ_NOINLINE void sync_not_on_root(cq_queue_t q, void *ctx, cq_function_t fn)
+{
+    if (!cq__queue_try_unlock(q)) {
+        cq__queue_unlock(q, false);
+    }
+    sync_impl(q, ctx, fn, false, "cq_sync_f");
+}
+
+static CQ_NOINLINE void sync_unlock_slow(cq_queue_t q)
+{
+    cq__queue_unlock(q, false);
+}
+
+/*
+ * cq_sync_f's fast path, holding q's LOCK. Its two CASes are most of the cost, and each waits
+ * for every store before it to drain, saved registers included: so cq_sync_f saves none (all
+ * else is tail calls), and this keeps nothing live across fn but the frame (q is read back
+ * from it, which the volatile access makes the compiler do rather than save q in a register).
+ */
+static CQ_NOINLINE void sync_locked(cq_queue_t q, void *ctx, cq_function_t fn)
+{
+    /* Holding q fixes its target: now it can be read. */
+    if (cq__unlikely(cq__queue_target(q)->kind != CQ__QUEUE_ROOT)) {
+        sync_not_on_root(q, ctx, fn);
+        return;
+    }
+    struct cq__frame f = {.queue = q, .exclusive = true, .prev = NULL};
+    cq__tls.frame = &f;
+    fn(ctx);
+    cq__tls.frame = NULL;
+    q = *(struct cq_queue_s *volatile *)&f.queue;
+    if (cq__unlikely(!cq__queue_try_unlock(q))) {
+        sync_unlock_slow(q);
+    }
+}
+
 void cq_sync_f(cq_queue_t q, void *ctx, cq_function_t fn)
 {
     /* The common case in full: an idle serial queue on a global queue, from a thread that runs
@@ -165,20 +204,8 @@ void cq_sync_f(cq_queue_t q, void *ctx, cq_function_t fn)
                    q->kind == CQ__QUEUE_SERIAL && cq__tls.frame == NULL &&
                    q->fork_gen == cq__fork_gen) &&
         cq__queue_try_lock(q)) {
-        /* Holding q fixes its target: now it can be read. */
-        bool on_root = cq__queue_target(q)->kind == CQ__QUEUE_ROOT;
-        if (cq__likely(on_root)) {
-            struct cq__frame f = {.queue = q, .exclusive = true, .prev = NULL};
-            cq__tls.frame = &f;
-            fn(ctx);
-            cq__tls.frame = NULL;
-        }
-        if (!cq__queue_try_unlock(q)) {
-            cq__queue_unlock(q, false);
-        }
-        if (cq__likely(on_root)) {
-            return;
-        }
+        sync_locked(q, ctx, fn);
+        return;
     }
     sync_impl(q, ctx, fn, false, "cq_sync_f");
 }

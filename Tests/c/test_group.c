@@ -1,7 +1,8 @@
 /*
  * Groups: wait on an empty group, enter/leave, waits that time out, notify when empty (at once
  * if already empty), several notifies in registration order, reuse, waiters on many threads,
- * group tasks keeping a released group alive, a group re-entered while its emptying is handled.
+ * group tasks keeping a released group alive, a group re-entered while its emptying is handled,
+ * the count (and the emptying's wake-up) keeping a released group alive without tasks.
  */
 #include <pthread.h>
 
@@ -155,6 +156,97 @@ static void test_released_group_alive(void)
     }
     CHECK_EQ(atomic_load(&n), 2000);
     cq_release(done);
+}
+
+/*
+ * ---- an entered group outlives its last cq_release, until its last leave --------------------
+ * Enter and leave touch no reference count: the last release of a busy group marks it, and
+ * the leave that empties it frees it. The finalizer says when the group was freed: never
+ * before the last leave began (the leaver sets `leaving` just before it). Variants: a plain
+ * enter; a notify registered too (the emptying leave also wakes); a thread that waits on the
+ * group and releases its own reference as soon as its wait returns (racing the emptying
+ * leave's wake-up, which must still find the group). Under ASan a use after free shows too.
+ */
+enum { LIFETIME_ROUNDS = 1500 };
+static atomic_long finalized_early, lifetime_waits_failed;
+
+struct lifetime_round {
+    cq_group_t g;
+    atomic_bool leaving;
+    cq_semaphore_t done; /* finalizer, notify and waiter each signal it once */
+};
+
+static void lifetime_finalizer(void *ctx)
+{
+    struct lifetime_round *r = ctx;
+    if (!atomic_load(&r->leaving)) {
+        atomic_fetch_add(&finalized_early, 1);
+    }
+    cq_semaphore_signal(r->done);
+}
+
+static void lifetime_leave(void *ctx)
+{
+    struct lifetime_round *r = ctx;
+    atomic_store(&r->leaving, true);
+    cq_group_leave(r->g);
+}
+
+/* As lifetime_leave, a little later: the waiter is usually asleep by then, so the leave has a
+ * waiter to wake (only coverage depends on that, not the checks). */
+static void lifetime_leave_later(void *ctx)
+{
+    cq_semaphore_t never = cq_semaphore_create(0);
+    CHECK(cq_semaphore_wait(never, cq_time(CQ_TIME_NOW, 1000000)) != 0);
+    cq_release(never);
+    lifetime_leave(ctx);
+}
+
+static void *lifetime_waiter(void *ctx)
+{
+    struct lifetime_round *r = ctx;
+    if (cq_group_wait(r->g, cq_test_deadline()) != 0) {
+        atomic_fetch_add(&lifetime_waits_failed, 1);
+    }
+    cq_release(r->g); /* perhaps the last reference, while the leave is still waking us */
+    cq_semaphore_signal(r->done);
+    return NULL;
+}
+
+static void test_released_while_entered(void)
+{
+    cq_queue_t q = cq_get_global_queue(CQ_QUEUE_PRIORITY_DEFAULT, 0);
+    struct lifetime_round *rounds = calloc(LIFETIME_ROUNDS, sizeof *rounds);
+    REQUIRE(rounds != NULL);
+    for (int i = 0; i < LIFETIME_ROUNDS; i++) {
+        struct lifetime_round *r = &rounds[i];
+        int variant = i % 3;
+        r->done = cq_semaphore_create(0);
+        r->g = cq_group_create();
+        cq_set_context(r->g, r);
+        cq_set_finalizer_f(r->g, lifetime_finalizer);
+        cq_group_enter(r->g);
+        pthread_t th = 0;
+        if (variant == 1) {
+            cq_group_notify_f(r->g, q, r->done, signal_it);
+        } else if (variant == 2) {
+            cq_retain(r->g); /* the waiter's */
+            REQUIRE(pthread_create(&th, NULL, lifetime_waiter, r) == 0);
+        }
+        cq_release(r->g); /* ours: the last one in variants 0 and 1 */
+        cq_async_f(q, r, variant == 2 ? lifetime_leave_later : lifetime_leave);
+        WAIT_SEMA(r->done); /* the finalizer */
+        if (variant != 0) {
+            WAIT_SEMA(r->done); /* the notify, or the waiter */
+        }
+        if (variant == 2) {
+            pthread_join(th, NULL);
+        }
+        cq_release(r->done);
+    }
+    CHECK_EQ(atomic_load(&finalized_early), 0);
+    CHECK_EQ(atomic_load(&lifetime_waits_failed), 0);
+    free(rounds);
 }
 
 /* ---- several threads wait on one group -------------------------------------------------- */
@@ -373,6 +465,7 @@ int main(void)
     RUN(test_group_async_counts);
     RUN(test_notify_order_and_reuse);
     RUN(test_released_group_alive);
+    RUN(test_released_while_entered);
     RUN(test_many_waiters);
     RUN(test_enter_leave_threads);
     RUN(test_reentered_group);

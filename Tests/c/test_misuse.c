@@ -551,7 +551,7 @@ static void group_enter_overflow(void *arg)
 {
     (void)arg;
     cq_group_t g = cq_group_create();
-    for (long i = 0; i <= (1l << 30); i++) { /* the count has 30 bits */
+    for (long i = 0; i <= (1l << 29); i++) { /* the count has 29 bits */
         cq_group_enter(g);
     }
 }

@@ -21,7 +21,8 @@ CQ_EXPORT cq_group_t cq_group_create(void) CQ_WARN_RESULT;
  *   Count outstanding work by hand: one atomic operation each. The leave that brings the count
  *   to zero wakes the waiters (no system call when nobody waits) and schedules the notify
  *   functions. A leave without a matching enter aborts with a message. Release ordering on
- *   leave; a waiter that sees the group empty has acquire ordering with every leave.
+ *   leave; a waiter that sees the group empty has acquire ordering with every leave. An entered
+ *   group stays alive until its last leave, even if its last reference is released before.
  */
 CQ_EXPORT void cq_group_enter(cq_group_t group);
 CQ_EXPORT void cq_group_leave(cq_group_t group);
