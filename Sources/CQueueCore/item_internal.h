@@ -38,7 +38,10 @@ struct cq__item {
     struct cq__item *_Atomic next; /* link in the list that holds the item */
     uint16_t kind;                 /* enum cq__item_kind, written once */
     uint16_t flags;                /* enum cq__item_flags, written by the submitter */
-    uint8_t prio;                  /* CQ__PRIO_* it runs at: set by cq__pool_push */
+    /* CQ__PRIO_* it runs at: set by cq__pool_push, read by the thread that pushed it. Atomic
+     * (relaxed) only because an item is pushed again by other threads after it ran, ordered
+     * by protocols (fences among them) that ThreadSanitizer cannot follow. */
+    _Atomic uint8_t prio;
     /* The concurrent queue whose width this item holds while it is in the pool (set by that
      * queue when it redirects the item to its target; released after the item has run). */
     struct cq_queue_s *owner;
@@ -49,7 +52,7 @@ CQ_INLINE void cq__item_init(struct cq__item *it, enum cq__item_kind kind, unsig
     atomic_init(&it->next, NULL);
     it->kind = (uint16_t)kind;
     it->flags = (uint16_t)flags;
-    it->prio = 1; /* default until pushed to the pool */
+    atomic_init(&it->prio, 1); /* default until pushed to the pool */
     it->owner = NULL;
 }
 

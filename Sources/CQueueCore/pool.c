@@ -363,7 +363,8 @@ static bool retire_extra(struct cq__thread *t, struct cq__proc *p)
         }
     }
     if ((it = cq__pool_lifo_take(p)) != NULL) {
-        cq__inject_push(&pool.inject[it->prio], it->prio, it);
+        unsigned prio = cq__load(&it->prio, relaxed);
+        cq__inject_push(&pool.inject[prio], prio, it);
     }
     cq__fence(seq_cst);
     if (cq__pool_band_work_waiting(p->band)) {

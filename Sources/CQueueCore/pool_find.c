@@ -29,7 +29,7 @@
 
 void cq__pool_ring_push(struct cq__proc *p, struct cq__item *it)
 {
-    unsigned prio = it->prio;
+    unsigned prio = cq__load(&it->prio, relaxed);
     struct cq__runq *rq = &p->rq[prio];
     for (;;) {
         switch (cq__runq_push(rq, it)) {
@@ -77,7 +77,7 @@ void cq__pool_notify_prio(unsigned prio)
 
 void cq__pool_push(struct cq__item *it, unsigned prio, unsigned flags)
 {
-    it->prio = (uint8_t)prio;
+    cq__store(&it->prio, (uint8_t)prio, relaxed);
     struct cq__proc *p = cq__tls.proc;
     if (p && (p->levels & CQ__LEVEL(prio))) {
         if ((flags & CQ__PUSH_WAKEUP) && (p->lifo_levels & CQ__LEVEL(prio))) {
