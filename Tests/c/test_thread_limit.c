@@ -43,6 +43,7 @@ static void task_a(void *ctx)
 
 struct blockers {
     cq_semaphore_t started, gate;
+    cq_group_t done;
 };
 
 static void background_blocker(void *ctx)
@@ -58,9 +59,10 @@ static void test_lifo_item_not_stranded_at_limit(void)
     cq_runtime_get_info(&info);
     REQUIRE(info.workers == 2);
     REQUIRE(info.thread_limit == LIMIT);
-    struct blockers b = {cq_semaphore_create(0), cq_semaphore_create(0)};
+    struct blockers b = {cq_semaphore_create(0), cq_semaphore_create(0), cq_group_create()};
     for (int i = 0; i < BLOCKERS; i++) {
-        cq_async_f(cq_get_global_queue(CQ_QUEUE_PRIORITY_BACKGROUND, 0), &b, background_blocker);
+        cq_group_async_f(b.done, cq_get_global_queue(CQ_QUEUE_PRIORITY_BACKGROUND, 0), &b,
+                         background_blocker);
     }
     for (int i = 0; i < BLOCKERS; i++) {
         WAIT_SEMA(b.started);
@@ -89,6 +91,8 @@ static void test_lifo_item_not_stranded_at_limit(void)
     for (int i = 0; i < BLOCKERS; i++) {
         cq_semaphore_signal(b.gate);
     }
+    WAIT_GROUP(b.done); /* the waits have returned: the semaphores may go */
+    cq_release(b.done);
     cq_release(b.started);
     cq_release(b.gate);
     cq_release(r.s);
