@@ -120,7 +120,7 @@ func run(_ w: Workload) -> Row {
 
 // MARK: - Main
 
-let all = queueWorkloads() + sourceWorkloads()
+let all = queueWorkloads() + sourceWorkloads() + operationWorkloads()
 var rows: [Row] = []
 for w in all where selected.isEmpty || selected.contains(w.name) {
     rows.append(run(w))

@@ -1,0 +1,131 @@
+extension SQOperation {
+    /// The default ``start()``: checks, then runs ``main(finish:)`` (or finishes a cancelled
+    /// operation at once).
+    internal func startDefault() {
+        let byQueue = SQOperationContext.isStarting(self)
+        // Virtual calls happen before the lock: an override may take it itself.
+        let ready = byQueue || isReady
+        var deliverer: SQOperationObservers<StateChange>?
+        let outcome: StartOutcome = state.withLock { state in
+            switch state.phase {
+            case .executing: return .misuse("is already executing")
+            case .finished: return .misuse("has already finished")
+            case .pending: break
+            }
+            if !byQueue && state.queue != nil {
+                return .misuse("is in a queue; the queue starts it")
+            }
+            if !ready {
+                return .misuse(
+                    "is not ready (\(state.unfinished) unfinished dependencies); "
+                        + "start only a ready operation")
+            }
+            if state.cancelled {
+                return .finishCancelled
+            }
+            state.phase = .executing
+            setFlag(SQOperationFlags.executing, true)
+            if !state.reportedExecuting {
+                state.reportedExecuting = true
+                state.publish(.executing, to: &deliverer)
+            }
+            return .run
+        }
+        deliverer?.deliver()
+        switch outcome {
+        case .run:
+            main(finish: Finisher(self))
+        case .finishCancelled:
+            SQOperationContext.finishAsLastStep(self)
+        case .misuse(let problem):
+            sqOperationMisuse("SQOperation.start(): \(self) \(problem)")
+        }
+    }
+
+    private enum StartOutcome {
+        case run
+        case finishCancelled
+        case misuse(String)
+    }
+
+    /// Finishes the operation, once: marks it finished, tells the observers, runs the
+    /// completion block, releases the dependents, lets the queue go on, wakes the waiters.
+    /// Later calls return at once. Called with no lock held.
+    internal func finishOperation() {
+        var handOff = SQOperationHandOff.none
+        finishOperation(handOff: &handOff)
+    }
+
+    /// As ``finishOperation()``; `handOff` may take the next operation to start (see
+    /// ``SQOperationContext``).
+    internal func finishOperation(handOff: inout SQOperationHandOff) {
+        var deliverer: SQOperationObservers<StateChange>?
+        var dependents = SQOperationList()
+        var completion: (@Sendable () -> Void)?
+        var queue: Unmanaged<SQOperationQueue>?
+        let first = state.withLock { state in
+            if state.phase == .finished {
+                return false
+            }
+            state.phase = .finished
+            // Pairs with the acquire loads of isFinished and of the queue's start path.
+            let old = flags.load(ordering: .relaxed)
+            flags.store(
+                (old | SQOperationFlags.finished) & ~SQOperationFlags.executing,
+                ordering: .releasing)
+            dependents = state.dependents.take()
+            swap(&completion, &state.completionBlock)
+            queue = state.queue
+            state.publish(.finished, to: &deliverer)
+            return true
+        }
+        guard first else { return }
+        deliverer?.deliver()
+        if let completion {
+            completion()
+        }
+        completion = nil
+        for dependent in dependents.elementsForRelease {
+            dependent.dependencyReleased(handOff: &handOff)
+        }
+        dependents = SQOperationList()
+        // safety: the operation is still in the queue, and a queue that holds operations
+        // keeps itself alive; after this call the queue may be gone.
+        if let queue {
+            queue._withUnsafeGuaranteedRef { $0.operationFinished(self, handOff: &handOff) }
+        }
+        // One read-modify-write on the word a waiter also modifies: either the waiter sees
+        // `released` (and does not wait), or this sees `hasWaiters` (and wakes it, after the
+        // waiter's locked registration).
+        let waitState = waitState.bitwiseOr(
+            SQOperationFlags.released, ordering: .sequentiallyConsistent
+        ).oldValue
+        guard waitState & SQOperationFlags.hasWaiters != 0 else { return }
+        var waiters: [SQSemaphore] = []
+        var continuations: [CheckedContinuation<Void, Never>] = []
+        state.withLock { state in
+            guard let extras = state.extras else { return }
+            swap(&waiters, &extras.waiters)
+            swap(&continuations, &extras.continuations)
+        }
+        for waiter in waiters {
+            waiter.signal()
+        }
+        for continuation in continuations {
+            continuation.resume()
+        }
+    }
+
+    /// Reports `executing` to the observers if it has not been reported (for operations that
+    /// manage their own executing state and announce it with `didChangeValue`).
+    internal func reportExecuting() {
+        var deliverer: SQOperationObservers<StateChange>?
+        state.withLock { state in
+            if !state.reportedExecuting && state.phase != .finished {
+                state.reportedExecuting = true
+                state.publish(.executing, to: &deliverer)
+            }
+        }
+        deliverer?.deliver()
+    }
+}

@@ -1,0 +1,58 @@
+extension SQOperation {
+    /// The default ``waitUntilFinished()``.
+    internal func waitUntilFinishedDefault() {
+        if SQOperationContext.current?.pointee.operation === self {
+            sqOperationMisuse(
+                "SQOperation.waitUntilFinished(): \(self) waits for itself from inside its own "
+                    + "start(); that would wait for ever")
+        }
+        if waitState.load(ordering: .acquiring) & SQOperationFlags.released != 0 {
+            return
+        }
+        let semaphore = SQSemaphore(value: 0)
+        let mustWait = state.withLock { state in
+            if !registerWaiter() {
+                return false
+            }
+            state.makeExtras().waiters.append(semaphore)
+            return true
+        }
+        if mustWait {
+            semaphore.wait()
+        }
+    }
+
+    /// Waits, without blocking a thread, until the operation has finished and its completion
+    /// block has run: `await operation.untilFinished`. Returns at once if it has.
+    ///
+    /// Cancelling the waiting task does not end the wait (cancel the operation instead: it
+    /// then finishes soon). Thread-safe. Not in Foundation.
+    public var untilFinished: Void {
+        get async {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { state in
+                    if !registerWaiter() {
+                        return true
+                    }
+                    state.makeExtras().continuations.append(continuation)
+                    return false
+                }
+                if now {
+                    continuation.resume()
+                }
+            }
+        }
+    }
+}
+
+extension SQOperation {
+    /// Announces a waiter; returns false if the operation has already released its waiters
+    /// (then the caller must not wait). Call it under the operation lock, and register the
+    /// waiter in the same locked section (see finishOperation).
+    internal func registerWaiter() -> Bool {
+        let old = waitState.bitwiseOr(
+            SQOperationFlags.hasWaiters, ordering: .sequentiallyConsistent
+        ).oldValue
+        return old & SQOperationFlags.released == 0
+    }
+}

@@ -1,0 +1,75 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// What the calling thread is doing for an ``SQOperationQueue``: the operation whose
+/// ``SQOperation/start()`` the queue is running on it (held by the start path). Its queue is
+/// found through the operation, under its lock, for as long as the queue holds it. Lives on
+/// the stack of the queue's start path; a thread-specific pointer finds it. Written and read
+/// only by its own thread. Not public API.
+///
+/// It also carries the *hand-off*: when a plain ``SQBlockOperation`` (not a subclass, so
+/// nothing runs after its finish: no overridden `start()` could go on and wait) finishes as
+/// the last thing its start path does, and its finish lets the next operation of the same C
+/// queue start (the next one of a width-1 queue, the next link of a chain), the start path
+/// runs that operation itself once the current one has returned, instead of submitting it
+/// to the pool: no hand-over between threads, no wake-up. At most
+/// ``SQOperationQueue/handOffBudget`` in a row.
+internal struct SQOperationContext {
+    unowned(unsafe) var operation: SQOperation
+    /// The operation to start next (retained once, as a submission is).
+    var handOff: Unmanaged<SQOperation>?
+    /// Hand-offs left.
+    var budget = SQOperationQueue.handOffBudget
+
+    /// The thread-specific key (created once, never deleted).
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        let status = pthread_key_create(&key, nil)
+        precondition(status == 0, "SQOperationQueue: pthread_key_create failed (\(status))")
+        return key
+    }()
+
+    /// The context of the calling thread, if a queue is starting or running an operation on it.
+    static var current: UnsafeMutablePointer<SQOperationContext>? {
+        pthread_getspecific(key)?.assumingMemoryBound(to: SQOperationContext.self)
+    }
+
+    /// Whether the calling thread is a queue's start path for `operation` (so that ``start()``
+    /// knows the queue, not the user, calls it).
+    static func isStarting(_ operation: SQOperation) -> Bool {
+        current?.pointee.operation === operation
+    }
+
+    /// Runs `body` with the calling thread's context set (to `operation` first), then restores
+    /// the previous one.
+    static func run(
+        _ operation: SQOperation,
+        _ body: (UnsafeMutablePointer<SQOperationContext>) -> Void
+    ) {
+        var context = SQOperationContext(operation: operation)
+        let previous = pthread_getspecific(key)
+        withUnsafeMutablePointer(to: &context) { context in
+            _ = pthread_setspecific(key, context)
+            body(context)
+        }
+        _ = pthread_setspecific(key, previous)
+    }
+
+    /// Finishes `operation` as the last step of its start path: if the calling thread is
+    /// that start path, the finish may hand it the next operation (see above).
+    static func finishAsLastStep(_ operation: SQOperation) {
+        guard type(of: operation) == SQBlockOperation.self, let context = current,
+            context.pointee.operation === operation, context.pointee.budget > 0,
+            context.pointee.handOff == nil
+        else {
+            operation.finishOperation()
+            return
+        }
+        var handOff = SQOperationHandOff(target: operation.queueTarget)
+        operation.finishOperation(handOff: &handOff)
+        context.pointee.handOff = handOff.taken
+    }
+}

@@ -1,0 +1,26 @@
+/// Where a finishing operation's start path may take the next operation to start itself
+/// (see ``SQOperationContext``): passed down explicitly through the library's own finish
+/// path (dependents released, queue slot freed) and never through code that runs user code
+/// in between, so that a deferred start can never be waited for by the thread deferring it.
+/// Not public API.
+internal struct SQOperationHandOff {
+    /// The C queue the finishing operation ran on; only an operation submitted to the same
+    /// queue may be taken. Nil: no hand-off.
+    let target: OpaquePointer?
+    /// The operation taken (with its submission's reference), if any. At most one.
+    var taken: Unmanaged<SQOperation>?
+
+    init(target: OpaquePointer?) {
+        self.target = target
+    }
+
+    /// No hand-off: every operation is submitted to the pool.
+    static var none: SQOperationHandOff { SQOperationHandOff(target: nil) }
+
+    /// Takes `link` if nothing was taken yet and it goes to the same C queue.
+    mutating func take(_ link: Unmanaged<SQOperation>, target: OpaquePointer) -> Bool {
+        guard taken == nil, let own = self.target, own == target else { return false }
+        taken = link
+        return true
+    }
+}

@@ -1,0 +1,276 @@
+import CQueueCore
+
+extension SQOperationQueue {
+    /// Adds an operation (``addOperation(_:)`` and friends).
+    internal func enqueue(_ operation: SQOperation) {
+        // Overridden state properties are read outside every lock (they are user code).
+        if operation.isExecuting || operation.isFinished {
+            sqOperationMisuse(
+                "SQOperationQueue.addOperation(_:): \(operation) has already "
+                    + (operation.isFinished ? "finished" : "started")
+                    + "; add an operation before it starts")
+        }
+        // Claim the operation first (the operation lock is not held under the queue lock
+        // here, to keep the queue lock's sections short). If it becomes ready before it is
+        // linked below, operationBecameReady records that in its queue state.
+        var operationQoS: SQQoS.QoSClass?
+        let check: (ready: Bool, misuse: String?) = operation.state.withLock { op in
+            if let queue = op.queue {
+                return (
+                    false,
+                    queue.toOpaque() == Unmanaged.passUnretained(self).toOpaque()
+                        ? "is already in this queue" : "is already in another queue"
+                )
+            }
+            switch op.phase {
+            case .executing: return (false, "has already started")
+            case .finished: return (false, "has already finished")
+            case .pending: break
+            }
+            op.queue = Unmanaged.passUnretained(self)
+            operationQoS = op.extras?.qualityOfService
+            return (op.cancelled || op.unfinished == 0, nil)
+        }
+        if let misuse = check.misuse {
+            sqOperationMisuse("SQOperationQueue.addOperation(_:): \(operation) \(misuse)")
+        }
+        var startable: Unmanaged<SQOperation>?
+        var deliverer: SQOperationObservers<StateChange>?
+        state.withLock { state in
+            let ready = check.ready || operation.queueState == .readyWhileAdding
+            let qos = operationQoS ?? state.qualityOfService
+            operation.owningQueue = Unmanaged.passUnretained(self)
+            operation.queueQoS = qos
+            operation.queueTarget = state.underlying?.handle ?? SQQueue.global(qos: qos).handle
+            operation.queueSequence = state.nextSequence
+            state.nextSequence += 1
+            // The queue's reference to the operation, given back in operationFinished; and,
+            // for the first operation, the queue's reference to itself (a queue that holds
+            // operations stays alive), given back when it empties.
+            _ = Unmanaged.passRetained(operation)
+            let before = state.count
+            if before == 0 {
+                _ = Unmanaged.passRetained(self)
+            }
+            state.link(operation)
+            state.publish(.added(operation), to: &deliverer)
+            if operation.isQueueBarrier {
+                let gate = BarrierGate(
+                    barrier: operation, sequence: operation.queueSequence, before: before)
+                state.barriers.append(gate)
+                if before == 0 {
+                    state.ready.append(operation)
+                    startable = state.takeStartable()
+                } else {
+                    operation.queueState = .gated
+                }
+            } else if !state.barriers.isEmpty {
+                state.barriers[state.barriers.count - 1].held.append(operation)
+                operation.queueState = .gated
+            } else if !ready {
+                operation.queueState = .waiting
+            } else if state.canStartAtOnce() {
+                var tail: Unmanaged<SQOperation>?
+                state.take(Unmanaged.passUnretained(operation), into: &startable, tail: &tail)
+            } else {
+                state.ready.append(operation)
+                startable = state.takeStartable()
+            }
+        }
+        submit(startable)
+        deliverer?.deliver()
+    }
+
+    /// An operation of this queue became ready (its last dependency finished or was removed,
+    /// it was cancelled, or it announced readiness): list it if it was waiting.
+    internal func operationBecameReady(_ operation: SQOperation) {
+        var handOff = SQOperationHandOff.none
+        operationBecameReady(operation, handOff: &handOff)
+    }
+
+    /// As ``operationBecameReady(_:)``, from a finish path that may take a hand-off.
+    internal func operationBecameReady(
+        _ operation: SQOperation, handOff: inout SQOperationHandOff
+    ) {
+        let startable: Unmanaged<SQOperation>? = state.withLock { state in
+            if operation.queueState == .none {
+                // Claimed by enqueue but not linked yet: it reads this when it links.
+                operation.queueState = .readyWhileAdding
+                return nil
+            }
+            guard operation.queueState == .waiting else { return nil }
+            if state.canStartAtOnce() {
+                var head: Unmanaged<SQOperation>?
+                var tail: Unmanaged<SQOperation>?
+                state.take(Unmanaged.passUnretained(operation), into: &head, tail: &tail)
+                return head
+            }
+            state.ready.append(operation)
+            return state.takeStartable()
+        }
+        submit(startable, handOff: &handOff)
+    }
+
+    /// An operation of this queue finished: remove it, free its slot, open barriers, start
+    /// what can start, wake the waiters if the queue is empty. The queue may be freed when
+    /// this returns (if it emptied and nobody else holds it).
+    internal func operationFinished(_ operation: SQOperation, handOff: inout SQOperationHandOff) {
+        var deliverer: SQOperationObservers<StateChange>?
+        var idleWaiters: [SQSemaphore] = []
+        var idleContinuations: [CheckedContinuation<Void, Never>] = []
+        var emptied = false
+        let startable: Unmanaged<SQOperation>? = state.withLock { state in
+            switch operation.queueState {
+            case .listed:
+                state.ready.remove(operation)
+            case .dispatched:
+                state.running -= 1
+            case .none, .readyWhileAdding, .removed:
+                return nil
+            case .waiting, .gated:
+                break
+            }
+            operation.queueState = .removed
+            state.unlink(operation)
+            state.operationRemoved(operation)
+            state.publish(.finished(operation), to: &deliverer)
+            if state.count == 0 {
+                emptied = true
+                swap(&idleWaiters, &state.idleWaiters)
+                swap(&idleContinuations, &state.idleContinuations)
+            }
+            return state.takeStartable()
+        }
+        // From here on the operation no longer names its queue (SQOperationQueue.current
+        // takes its reference under the operation lock, so before this point, while the queue
+        // is certainly alive).
+        operation.state.withLock { $0.queue = nil }
+        if !operation.isQueueBarrier {
+            progress.operationFinished()
+        }
+        submit(startable, handOff: &handOff)
+        // The queue's reference, taken in enqueue (the caller holds its own).
+        Unmanaged.passUnretained(operation).release()
+        deliverer?.deliver()
+        for waiter in idleWaiters {
+            waiter.signal()
+        }
+        for continuation in idleContinuations {
+            continuation.resume()
+        }
+        if emptied {
+            // The queue's reference to itself, taken when it stopped being empty. Last.
+            Unmanaged.passUnretained(self).release()
+        }
+    }
+
+    /// The start path found `operation` not ready (an overridden ``SQOperation/isReady``, or
+    /// a dependency added after it was listed): give its slot back and wait to be told it is
+    /// ready, unless something that may have made it ready happened since `seen` was read.
+    internal func park(_ operation: SQOperation, seen: UInt32) {
+        let startable: Unmanaged<SQOperation>? = state.withLock { state in
+            guard operation.queueState == .dispatched else { return nil }
+            state.running -= 1
+            // Pairs with the increments made before operationBecameReady: an event after the
+            // start path's load is seen here, or its operationBecameReady finds `waiting`.
+            if operation.readySequence.load(ordering: .acquiring) != seen {
+                state.ready.prepend(operation)
+            } else {
+                operation.queueState = .waiting
+            }
+            return state.takeStartable()
+        }
+        submit(startable)
+    }
+
+    /// The start path found the queue suspended: give the slot back and put the operation at
+    /// the front of its ready list.
+    internal func giveBack(_ operation: SQOperation) {
+        let startable: Unmanaged<SQOperation>? = state.withLock { state in
+            guard operation.queueState == .dispatched else { return nil }
+            state.running -= 1
+            state.ready.prepend(operation)
+            return state.takeStartable()
+        }
+        submit(startable)
+    }
+
+    /// A listed operation's priority changed: move it to the back of its new list.
+    internal func operationPriorityChanged(_ operation: SQOperation) {
+        state.withLock { state in
+            guard operation.queueState == .listed else { return }
+            state.ready.remove(operation)
+            state.ready.append(operation)
+        }
+    }
+
+    /// Submits a chain made by `takeStartable` to the pool, each operation with the
+    /// reference `takeStartable` took for it. Called with no lock held.
+    internal func submit(_ chain: Unmanaged<SQOperation>?) {
+        var handOff = SQOperationHandOff.none
+        submit(chain, handOff: &handOff)
+    }
+
+    /// As ``submit(_:)``, letting `handOff` take one operation of its C queue instead.
+    internal func submit(_ chain: Unmanaged<SQOperation>?, handOff: inout SQOperationHandOff) {
+        var cursor = chain
+        while let link = cursor {
+            // Read before submitting: once submitted, the operation may be listed and
+            // chained again by another thread.
+            let target = link._withUnsafeGuaranteedRef { operation in
+                cursor = operation.dispatchNext
+                operation.dispatchNext = nil
+                return operation.queueTarget.unsafelyUnwrapped
+            }
+            if handOff.take(link, target: target) {
+                continue
+            }
+            cq_async_f(target, link.toOpaque(), sqStartQueuedOperation)
+        }
+    }
+
+    internal func setMaxConcurrentOperationCount(_ count: Int) {
+        if count < SQOperationQueue.defaultMaxConcurrentOperationCount {
+            sqOperationMisuse(
+                "SQOperationQueue.maxConcurrentOperationCount = \(count) on \(self): the count "
+                    + "must be at least 0, or defaultMaxConcurrentOperationCount (-1)")
+        }
+        var deliverer: SQOperationObservers<StateChange>?
+        let startable: Unmanaged<SQOperation>? = state.withLock { state in
+            guard state.maxConcurrent != count else { return nil }
+            state.maxConcurrent = count
+            state.limit = count < 0 ? Int.max : count
+            state.publish(.maxConcurrentOperationCountChanged(count), to: &deliverer)
+            return state.takeStartable()
+        }
+        submit(startable)
+        deliverer?.deliver()
+    }
+
+    internal func setSuspended(_ suspended: Bool) {
+        var deliverer: SQOperationObservers<StateChange>?
+        let startable: Unmanaged<SQOperation>? = state.withLock { state in
+            guard state.suspended != suspended else { return nil }
+            state.suspended = suspended
+            suspendedFlag.store(suspended, ordering: .relaxed)
+            state.publish(.suspensionChanged(isSuspended: suspended), to: &deliverer)
+            return state.takeStartable()
+        }
+        submit(startable)
+        deliverer?.deliver()
+    }
+
+    internal func setUnderlyingQueue(_ queue: SQQueue?) {
+        let count: Int = state.withLock { state in
+            if state.count == 0 {
+                state.underlying = queue
+            }
+            return state.count
+        }
+        if count != 0 {
+            sqOperationMisuse(
+                "SQOperationQueue.underlyingQueue: \(self) holds \(count) operation(s); set the "
+                    + "underlying queue only while the queue is empty")
+        }
+    }
+}

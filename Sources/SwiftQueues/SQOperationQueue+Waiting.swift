@@ -1,0 +1,50 @@
+extension SQOperationQueue {
+    /// The body of ``waitUntilAllOperationsAreFinished()``.
+    internal func waitUntilEmpty() {
+        if let context = SQOperationContext.current,
+            context.pointee.operation.state.withLock({ $0.queue?.toOpaque() })
+                == Unmanaged.passUnretained(self).toOpaque()
+        {
+            sqOperationMisuse(
+                "SQOperationQueue.waitUntilAllOperationsAreFinished(): called from an "
+                    + "operation of \(self), which cannot finish while it waits; that would wait "
+                    + "for ever")
+        }
+        if state.withLock({ $0.count == 0 }) {
+            return
+        }
+        let semaphore = SQSemaphore(value: 0)
+        let mustWait = state.withLock { state in
+            if state.count == 0 {
+                return false
+            }
+            state.idleWaiters.append(semaphore)
+            return true
+        }
+        if mustWait {
+            semaphore.wait()
+        }
+    }
+
+    /// Waits, without blocking a thread, until the queue holds no operation (as
+    /// ``waitUntilAllOperationsAreFinished()`` does): `await queue.untilAllOperationsAreFinished`.
+    /// Returns at once if it is empty.
+    ///
+    /// Thread-safe. Not in Foundation.
+    public var untilAllOperationsAreFinished: Void {
+        get async {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { state in
+                    if state.count == 0 {
+                        return true
+                    }
+                    state.idleContinuations.append(continuation)
+                    return false
+                }
+                if now {
+                    continuation.resume()
+                }
+            }
+        }
+    }
+}

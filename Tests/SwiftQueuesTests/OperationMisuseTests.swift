@@ -1,0 +1,171 @@
+import SwiftQueues
+import Testing
+
+/// An operation that starts itself again from inside main().
+final class RestartingOperation: SQOperation, @unchecked Sendable {
+    override func main() { start() }
+}
+
+/// An operation that waits for itself from inside main().
+final class SelfWaitingOperation: SQOperation, @unchecked Sendable {
+    override func main() { waitUntilFinished() }
+}
+
+
+/// Misuse stops the process with a clear message (issue 12). Each case runs in a child
+/// process (an exit test).
+@Suite struct OperationMisuseTests {
+    static func message(_ result: ExitTest.Result?) -> String {
+        String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+    }
+
+    @Test func testAddingTwiceToTheSameQueue() async {
+        let result = await #expect(
+            processExitsWith: .failure, observing: [\.standardErrorContent]
+        ) {
+            let queue = SQOperationQueue()
+            queue.isSuspended = true
+            let operation = SQOperation()
+            operation.name = "twice"
+            queue.addOperation(operation)
+            queue.addOperation(operation)
+        }
+        #expect(Self.message(result).contains(
+            "SQOperationQueue.addOperation(_:): <SQOperation \"twice\"> is already in this queue"))
+    }
+
+    @Test func testAddingToTwoQueues() async {
+        let result = await #expect(
+            processExitsWith: .failure, observing: [\.standardErrorContent]
+        ) {
+            let first = SQOperationQueue()
+            first.isSuspended = true
+            let operation = SQOperation()
+            operation.name = "shared"
+            first.addOperation(operation)
+            SQOperationQueue().addOperation(operation)
+        }
+        #expect(Self.message(result).contains("\"shared\"> is already in another queue"))
+    }
+
+    @Test func testAddingAFinishedOperation() async {
+        let result = await #expect(
+            processExitsWith: .failure, observing: [\.standardErrorContent]
+        ) {
+            let operation = SQOperation()
+            operation.start()
+            SQOperationQueue().addOperation(operation)
+        }
+        #expect(Self.message(result).contains("has already finished"))
+    }
+
+    @Test func testStartingAnOperationThatIsNotReady() async {
+        let result = await #expect(
+            processExitsWith: .failure, observing: [\.standardErrorContent]
+        ) {
+            let operation = SQOperation()
+            operation.name = "early"
+            operation.addDependency(SQOperation())
+            operation.start()
+        }
+        #expect(Self.message(result).contains(
+            "SQOperation.start(): <SQOperation \"early\"> is not ready "
+                + "(1 unfinished dependencies)"))
+    }
+
+    @Test func testStartingARunningOperation() async {
+        let result = await #expect(
+            processExitsWith: .failure, observing: [\.standardErrorContent]
+        ) {
+            RestartingOperation().start()
+        }
+        #expect(Self.message(result).contains("is already executing"))
+    }
+
+    @Test func testStartingAFinishedOperation() async {
+        let result = await #expect(
+            processExitsWith: .failure, observing: [\.standardErrorContent]
+        ) {
+            let operation = SQOperation()
+            operation.start()
+            operation.start()
+        }
+        #expect(Self.message(result).contains("has already finished"))
+    }
+
+    @Test func testStartingAQueuedOperationByHand() async {
+        let result = await #expect(
+            processExitsWith: .failure, observing: [\.standardErrorContent]
+        ) {
+            let queue = SQOperationQueue()
+            queue.isSuspended = true
+            let operation = SQOperation()
+            queue.addOperation(operation)
+            operation.start()
+        }
+        #expect(Self.message(result).contains("is in a queue; the queue starts it"))
+    }
+
+    @Test func testAddingABlockAfterStart() async {
+        let result = await #expect(
+            processExitsWith: .failure, observing: [\.standardErrorContent]
+        ) {
+            let operation = SQBlockOperation {}
+            operation.start()
+            operation.addExecutionBlock {}
+        }
+        #expect(Self.message(result).contains(
+            "SQBlockOperation.addExecutionBlock(_:): <SQBlockOperation 0x"))
+        #expect(Self.message(result).contains("has already started"))
+    }
+
+    @Test func testSettingTheUnderlyingQueueOfABusyQueue() async {
+        let result = await #expect(
+            processExitsWith: .failure, observing: [\.standardErrorContent]
+        ) {
+            let queue = SQOperationQueue()
+            queue.name = "busy"
+            queue.isSuspended = true
+            queue.addOperation {}
+            queue.underlyingQueue = SQQueue(label: "late")
+        }
+        #expect(Self.message(result).contains(
+            "SQOperationQueue.underlyingQueue: <SQOperationQueue \"busy\"> holds 1 operation(s)"))
+    }
+
+    @Test func testNegativeLimit() async {
+        let result = await #expect(
+            processExitsWith: .failure, observing: [\.standardErrorContent]
+        ) {
+            SQOperationQueue().maxConcurrentOperationCount = -2
+        }
+        #expect(Self.message(result).contains("maxConcurrentOperationCount = -2"))
+    }
+
+    @Test func testWaitingForItselfFromMain() async {
+        let result = await #expect(
+            processExitsWith: .failure, observing: [\.standardErrorContent]
+        ) {
+            let queue = SQOperationQueue()
+            queue.addOperation(SelfWaitingOperation())
+            queue.waitUntilAllOperationsAreFinished()
+        }
+        #expect(Self.message(result).contains("waits for itself from inside its own start()"))
+    }
+
+    @Test func testWaitingForTheQueueFromItsOwnOperation() async {
+        let result = await #expect(
+            processExitsWith: .failure, observing: [\.standardErrorContent]
+        ) {
+            let queue = SQOperationQueue()
+            let done = SQSemaphore(value: 0)
+            queue.addOperation {
+                SQOperationQueue.current?.waitUntilAllOperationsAreFinished()
+                done.signal()
+            }
+            _ = done.wait(timeout: SQTime.now() + .seconds(60))
+        }
+        #expect(Self.message(result).contains(
+            "SQOperationQueue.waitUntilAllOperationsAreFinished(): called from an operation of"))
+    }
+}
