@@ -7,7 +7,9 @@
  *             wait); wall-clock deadlines use a timerfd on CLOCK_REALTIME with
  *             TFD_TIMER_CANCEL_ON_SET (a clock change wakes us), absolute, re-armed only when the
  *             earliest deadline changes. Without epoll_pwait2 (Linux < 5.11) a monotonic timerfd
- *             does the same job (timer.c keeps the deadlines).
+ *             does the same job (timer.c keeps the sources' deadlines; after.c those of
+ *             cq_after_f, whose monotonic windows a task on a worker fires: the reactor only
+ *             starts that task and watches it).
  *   signalfd  the signals of SIGNAL sources. The runtime's threads block them; a counting
  *             handler is installed for signals whose disposition was SIG_DFL or SIG_IGN (an
  *             ignored signal is discarded before signalfd could see it), so signals delivered
@@ -734,7 +736,6 @@ static void *reactor_main(void *arg)
     struct epoll_event events[64];
     for (;;) {
         run_commands();
-        cq__timers_take_new();
         for (int signo = 1; signo < _NSIG; signo++) {
             if (R.sig_sources[signo] && cq__load(&sig_count[signo], relaxed)) {
                 signals_delivered(signo, cq__xchg(&sig_count[signo], 0, relaxed));

@@ -130,10 +130,17 @@ CQ_INTERNAL void cq__reactor_wake(void);
 /* timer.c (reactor thread unless noted) */
 CQ_INTERNAL void cq__timer_apply(struct cq_source_s *s);   /* CQ__CMD_TIMER / RESUMED */
 CQ_INTERNAL void cq__timer_remove(struct cq_source_s *s);  /* on unregister */
-CQ_INTERNAL void cq__timers_take_new(void);                /* cq_after_f entries */
-/* Fires what is due; returns false if nothing is scheduled, else sets the next wake-up
+/* Fires what is due (and does cq_after_f's part, cq__after_run), and sets the next wake-up
  * (absolute) per clock in `mono` / `wall` (INT64_MAX: none). */
 CQ_INTERNAL void cq__timers_run(int64_t *mono_next, int64_t *wall_next);
 CQ_INTERNAL void cq__timer_free(struct cq__timer *t);      /* any thread, on dispose */
+
+/* after.c (cq_after_f). The reactor's part, on every turn: fires wall-clock windows, starts a
+ * firer before a monotonic window, fires what a stuck firer left late; sets when to look
+ * again per clock (INT64_MAX: never). Fork hooks, called by timer.c's. */
+CQ_INTERNAL void cq__after_run(int64_t *mono_next, int64_t *wall_next);
+CQ_INTERNAL void cq__after_fork_prepare(void);
+CQ_INTERNAL void cq__after_fork_parent(void);
+CQ_INTERNAL void cq__after_fork_child(void);
 
 #endif /* CQ_SOURCE_INTERNAL_H */

@@ -1,5 +1,5 @@
 /*
- * Timers: TIMER sources and cq_after_f, on the reactor thread.
+ * Timers of TIMER sources, on the reactor thread (cq_after_f is in after.c).
  *
  * Each clock (monotonic, wall) has two binary heaps over its timers: one ordered by deadline
  * (then submission order), one by deadline + leeway ("latest"). The reactor arms its timerfd at
@@ -18,14 +18,12 @@
 
 #include "diag_internal.h"
 #include "fork_internal.h"
-#include "queue_internal.h"
 #include "reactor_internal.h"
 #include "source_internal.h"
 #include "task_internal.h"
 #include "time_internal.h"
 
 #define NOT_IN_HEAP UINT32_MAX
-#define AFTER_LEEWAY_MAX_NS 25000
 enum { BY_DEADLINE = 0, BY_LATEST = 1 };
 enum { CLOCK_MONO_IDX = 0, CLOCK_WALL_IDX = 1 };
 
@@ -38,12 +36,7 @@ struct cq__timer {
     uint32_t heap_idx[2];
     uint8_t clock;
     bool parked;            /* its source was suspended when it came due */
-    struct cq_source_s *source; /* a TIMER source, or NULL for cq_after_f */
-    /* cq_after_f */
-    struct cq_queue_s *queue;
-    void *context;
-    cq_function_t function;
-    struct cq__timer *next_new;
+    struct cq_source_s *source; /* its TIMER source */
     /* the schedule requested by cq_source_set_timer, under spec_lock */
     cq_time_t spec_start;
     uint64_t spec_interval, spec_leeway;
@@ -66,17 +59,18 @@ struct heap {
 static struct heap heaps[2][2]; /* [clock][BY_DEADLINE / BY_LATEST] */
 static uint64_t next_seq;
 
-/* cq_after_f entries and schedule changes, from any thread. */
+/* Schedule changes, from any thread. */
 static pthread_mutex_t spec_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct cq__timer *_Atomic new_afters;
 
 void cq__timer_fork_prepare(void)
 {
     pthread_mutex_lock(&spec_lock);
+    cq__after_fork_prepare();
 }
 
 void cq__timer_fork_parent(void)
 {
+    cq__after_fork_parent();
     pthread_mutex_unlock(&spec_lock);
 }
 
@@ -84,6 +78,7 @@ void cq__timer_fork_parent(void)
  * they belong to the parent's reactor. */
 void cq__timer_fork_child(void)
 {
+    cq__after_fork_child();
     pthread_mutex_unlock(&spec_lock);
     for (int c = 0; c < 2; c++) {
         for (int by = 0; by < 2; by++) {
@@ -91,7 +86,6 @@ void cq__timer_fork_child(void)
             heaps[c][by] = (struct heap){0};
         }
     }
-    cq__store(&new_afters, NULL, relaxed);
 }
 
 static int64_t clock_now(int clock)
@@ -353,61 +347,6 @@ void cq__timer_free(struct cq__timer *t)
     free(t);
 }
 
-/* ---- cq_after_f ---------------------------------------------------------------------------- */
-
-void cq_after_f(cq_time_t when, cq_queue_t q, void *ctx, cq_function_t fn)
-{
-    cq__queue_check(q, "cq_after_f");
-    if (fn == NULL) {
-        cq__crash("cq_after_f: NULL function for %s", CQ_DESCRIBE(q));
-    }
-    if (when == CQ_TIME_NOW) {
-        cq_async_f(q, ctx, fn);
-        return;
-    }
-    if (when == CQ_TIME_FOREVER) {
-        return; /* never: libdispatch drops it too */
-    }
-    struct cq__timer *t = timer_new();
-    t->clock = (when & CQ__WALL_BIT) ? CLOCK_WALL_IDX : CLOCK_MONO_IDX;
-    uint64_t ns = when & ~CQ__WALL_BIT;
-    t->deadline = ns > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)ns;
-    /* A little leeway (a tenth of the delay, at most AFTER_LEEWAY_MAX_NS) lets timers due
-     * close together share a wake-up of the reactor and of a worker. */
-    int64_t delay = cq_time_nanoseconds_until(when);
-    t->leeway = (uint64_t)(delay / 10 < AFTER_LEEWAY_MAX_NS ? delay / 10 : AFTER_LEEWAY_MAX_NS);
-    t->queue = q;
-    t->context = ctx;
-    t->function = fn;
-    cq__ref_retain(&q->obj);
-    /* Starts the reactor if needed. If it cannot start (descriptors exhausted), the timer
-     * waits on the list until a later call starts it. */
-    cq__reactor_ensure_started();
-    /* A lock-free stack; the reactor restores submission order by sequence numbers. */
-    t->next_new = cq__load(&new_afters, relaxed);
-    while (!cq__cas_weak(&new_afters, &t->next_new, t, release)) {
-    }
-    cq__reactor_wake();
-}
-
-void cq__timers_take_new(void)
-{
-    /* acquire: pairs with the release CAS of the submitters */
-    struct cq__timer *list = cq__xchg(&new_afters, NULL, acquire);
-    /* The stack is newest first: reverse it so sequence numbers follow submission order. */
-    struct cq__timer *fifo = NULL;
-    while (list) {
-        struct cq__timer *next = list->next_new;
-        list->next_new = fifo;
-        fifo = list;
-        list = next;
-    }
-    for (struct cq__timer *t = fifo; t; t = t->next_new) {
-        t->seq = next_seq++;
-        schedule(t);
-    }
-}
-
 /* ---- firing ---------------------------------------------------------------------------- */
 
 #define WAKE_SCAN_MAX 64u
@@ -444,6 +383,8 @@ static int64_t wake_time(const struct heap *h, int64_t latest)
 
 void cq__timers_run(int64_t *mono_next, int64_t *wall_next)
 {
+    int64_t after_next[2];
+    cq__after_run(&after_next[0], &after_next[1]);
     int64_t *next[2] = {mono_next, wall_next};
     for (int c = 0; c < 2; c++) {
         struct heap *by_deadline = &heaps[c][BY_DEADLINE];
@@ -456,12 +397,6 @@ void cq__timers_run(int64_t *mono_next, int64_t *wall_next)
             struct cq__timer *t = by_deadline->items[0].timer;
             unschedule(t);
             struct cq_source_s *s = t->source;
-            if (s == NULL) {
-                cq_async_f(t->queue, t->context, t->function);
-                cq__ref_release(&t->queue->obj);
-                free(t);
-                continue;
-            }
             if (source_suspended(s)) {
                 t->parked = true; /* resume counts what it missed */
                 continue;
@@ -474,6 +409,11 @@ void cq__timers_run(int64_t *mono_next, int64_t *wall_next)
         struct heap *by_latest = &heaps[c][BY_LATEST];
         if (by_latest->count) {
             *next[c] = wake_time(by_deadline, by_latest->items[0].key);
+        }
+    }
+    for (int c = 0; c < 2; c++) {
+        if (after_next[c] < *next[c]) {
+            *next[c] = after_next[c];
         }
     }
 }
