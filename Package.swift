@@ -34,6 +34,18 @@ let package = Package(
             name: "SwiftQueuesTests",
             dependencies: ["SwiftQueues"]
         ),
+        // Programs MainActorTests runs as child processes: a synchronous main that ends in
+        // SQQueue.runMain(), and an async main. Not declared as products.
+        .executableTarget(
+            name: "SQProbeSyncMain",
+            dependencies: ["SwiftQueues"],
+            path: "Tests/Probes/SyncMain"
+        ),
+        .executableTarget(
+            name: "SQProbeAsyncMain",
+            dependencies: ["SwiftQueues"],
+            path: "Tests/Probes/AsyncMain"
+        ),
     ],
     cLanguageStandard: .gnu11
 )

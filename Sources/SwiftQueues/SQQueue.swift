@@ -2,12 +2,20 @@ import CQueueCore
 
 /// A queue of work items run on the CQueueCore thread pool: SwiftQueues' `DispatchQueue`.
 ///
-/// - A *serial* queue (the default) runs one work item at a time, in submission (FIFO) order.
+/// - A *serial* queue runs one work item at a time, in submission (FIFO) order. It is an
+///   ``SQSerialQueue``, which can also run an actor (it is a `SerialExecutor`).
 /// - A *concurrent* queue (``Attributes/concurrent``) starts work items in FIFO order and runs
-///   them in parallel; a ``SQWorkItemFlags/barrier`` item runs alone.
+///   them in parallel; a ``SQWorkItemFlags/barrier`` item runs alone. It is an
+///   ``SQConcurrentQueue``.
 /// - The *global* queues (``global(qos:)``, ``global(priority:)``) are concurrent queues at the
 ///   root of every hierarchy; the *main* queue (``main``) is serial and runs on the main thread
 ///   inside ``runMain()``.
+///
+/// `SQQueue` is the common base class, as `DispatchQueue` is of Apple's `DispatchSerialQueue` and
+/// `DispatchConcurrentQueue`: ``init(label:qos:attributes:autoreleaseFrequency:target:)`` makes
+/// an ``SQSerialQueue`` or an ``SQConcurrentQueue`` depending on `attributes` (so
+/// `SQQueue(label: "a") is SQSerialQueue` holds), and every queue is one of the two. Every queue
+/// is a `TaskExecutor` (see <doc:SwiftConcurrency>).
 ///
 /// A queue's *target* queue decides where its work actually runs: a queue that targets a serial
 /// queue becomes serial with it. Different serial queues run in parallel.
@@ -17,8 +25,10 @@ import CQueueCore
 /// while it still has work queued. Releasing a queue that is still suspended aborts the process
 /// (as libdispatch does), so balance every ``suspend()`` with a ``resume()`` first.
 ///
-/// Porting from Dispatch: `DispatchQueue` → `SQQueue`; the method names and labels are the same.
-public final class SQQueue: @unchecked Sendable {
+/// Porting from Dispatch: `DispatchQueue` → `SQQueue`, `DispatchSerialQueue` →
+/// ``SQSerialQueue``, `DispatchConcurrentQueue` → ``SQConcurrentQueue``; the method names and
+/// labels are the same.
+public class SQQueue: _SQQueueMaking, @unchecked Sendable {
     /// The C queue. Immutable; the C core is thread-safe.
     @usableFromInline
     internal let handle: OpaquePointer
@@ -36,45 +46,40 @@ public final class SQQueue: @unchecked Sendable {
     /// Thread-safe; never blocks. Dispatch: `DispatchQueue.qos`.
     public let qos: SQQoS
 
-    private init(handle: OpaquePointer, label: String, qos: SQQoS) {
+    /// The C function that runs a Swift concurrency job submitted to this queue (its context is
+    /// the job): it finds the executor to run the job on (see `SQQueue+Concurrency.swift`).
+    internal let jobTrampoline: cq_function_t
+
+    /// The global queues and the main queue: their wrappers are never freed, so a job needs no
+    /// reference to them; any other queue's wrapper is retained for each pending job.
+    internal let isImmortal: Bool
+
+    /// Takes over `handle`'s reference. Subclasses' initializers are the only callers.
+    internal init(
+        handle: OpaquePointer, label: String, qos: SQQoS, jobTrampoline: cq_function_t,
+        isImmortal: Bool
+    ) {
         self.handle = handle
         self.label = label
         self.qos = qos
+        self.jobTrampoline = jobTrampoline
+        self.isImmortal = isImmortal
+        if !isImmortal {
+            // The job trampolines find the wrapper of the queue they run on through the C
+            // queue's context (an unretained pointer: every job holds a reference). Set before
+            // the queue is shared, as cq_set_context requires; nothing else uses it.
+            cq_set_context(sqObject(handle), Unmanaged.passUnretained(self).toOpaque())
+        }
     }
 
-    /// A wrapper for one of the C core's immortal queues (global queues and the main queue).
-    private convenience init(immortal handle: OpaquePointer, qos: SQQoS) {
-        self.init(handle: handle, label: String(cString: cq_queue_get_label(handle)), qos: qos)
-    }
-
-    /// Creates a queue.
-    ///
-    /// - Parameters:
-    ///   - label: a name for the queue, copied; it appears in the C core's error messages.
-    ///   - qos: without a `target`, the queue targets the global queue of this QoS's priority
-    ///     (see ``SQQoS``); ``SQQoS/unspecified`` (the default) and ``SQQoS/default`` mean the
-    ///     default-priority global queue. Ignored when `target` is given: the target decides.
-    ///   - attributes: `[]` for a serial queue, ``Attributes/concurrent`` for a concurrent one;
-    ///     with ``Attributes/initiallyInactive`` the queue accepts work but runs none until
-    ///     ``activate()``.
-    ///   - autoreleaseFrequency: accepted and ignored (there are no autorelease pools on Linux).
-    ///   - target: the queue this queue's work runs through; `nil` means the global queue of
-    ///     `qos`'s priority.
-    ///
-    /// Thread-safe; never blocks. Stops the process if memory is exhausted.
-    /// Dispatch: `DispatchQueue(label:qos:attributes:autoreleaseFrequency:target:)`.
-    public convenience init(
-        label: String,
-        qos: SQQoS = .unspecified,
-        attributes: Attributes = [],
-        autoreleaseFrequency: AutoreleaseFrequency = .inherit,
-        target: SQQueue? = nil
-    ) {
-        let attr: cq_queue_attr_t? =
-            attributes.contains(.concurrent) ? cq_queue_attr_concurrent() : nil
-        let made =
-            attributes.contains(.initiallyInactive)
-            ? cq_queue_create_inactive(label, attr) : cq_queue_create(label, attr)
+    /// Creates a C queue as ``init(label:qos:attributes:autoreleaseFrequency:target:)``
+    /// describes: serial or concurrent, active or not, targeting `target` or the global queue
+    /// of `qos`'s priority. Stops the process if memory is exhausted.
+    internal static func makeHandle(
+        label: String, qos: SQQoS, concurrent: Bool, inactive: Bool, target: SQQueue?
+    ) -> OpaquePointer {
+        let attr: cq_queue_attr_t? = concurrent ? cq_queue_attr_concurrent() : nil
+        let made = inactive ? cq_queue_create_inactive(label, attr) : cq_queue_create(label, attr)
         guard let created = made else {
             fatalError("SQQueue(label: \"\(label)\"): cq_queue_create failed (out of memory)")
         }
@@ -84,7 +89,7 @@ public final class SQQueue: @unchecked Sendable {
             // cq_queue_create already targets the default-priority global queue.
             cq_set_target_queue(sqObject(created), SQQueue.global(qos: qos.qosClass).handle)
         }
-        self.init(handle: created, label: label, qos: qos)
+        return created
     }
 
     deinit {
@@ -95,17 +100,22 @@ public final class SQQueue: @unchecked Sendable {
     // MARK: - Well-known queues
 
     /// The serial queue bound to the main thread. Its work runs only on the main thread, once
-    /// the main thread calls ``runMain()``.
+    /// the main thread calls ``runMain()`` (or, in a program with an `async` main, once main
+    /// first suspends: see <doc:SwiftConcurrency>).
+    ///
+    /// It is an ``SQSerialQueue``, so an actor can run on it (its methods then run on the main
+    /// thread); Swift's `MainActor` is a different executor, which runs on the main thread too.
     ///
     /// A cached singleton; the C queue is immortal. Dispatch: `DispatchQueue.main`.
-    public static let main = SQQueue(immortal: cq_get_main_queue(), qos: .unspecified)
+    public static let main = SQSerialQueue(mainQueue: ())
 
-    private static let globalHigh = SQQueue.makeGlobal(.high)
-    private static let globalDefault = SQQueue.makeGlobal(.default)
-    private static let globalLow = SQQueue.makeGlobal(.low)
-    private static let globalBackground = SQQueue.makeGlobal(.background)
+    // Internal: the job trampolines of the global queues name them directly.
+    internal static let globalHigh = SQQueue.makeGlobal(.high)
+    internal static let globalDefault = SQQueue.makeGlobal(.default)
+    internal static let globalLow = SQQueue.makeGlobal(.low)
+    internal static let globalBackground = SQQueue.makeGlobal(.background)
 
-    private static func makeGlobal(_ priority: Priority) -> SQQueue {
+    private static func makeGlobal(_ priority: Priority) -> SQConcurrentQueue {
         let qos: SQQoS
         switch priority {
         case .high: qos = .userInitiated
@@ -113,7 +123,7 @@ public final class SQQueue: @unchecked Sendable {
         case .low: qos = .utility
         case .background: qos = .background
         }
-        return SQQueue(immortal: cq_get_global_queue(priority.cValue, 0), qos: qos)
+        return SQConcurrentQueue(global: priority, qos: qos)
     }
 
     /// The global concurrent queue of a priority. Workers prefer higher-priority work when they
@@ -137,9 +147,13 @@ public final class SQQueue: @unchecked Sendable {
     /// and not from inside a work item (the C core aborts otherwise). End the process with
     /// `exit()` from a work item.
     ///
+    /// The same loop runs libdispatch's main queue, where Swift's `MainActor` and Dispatch's
+    /// `DispatchQueue.main` put their work on Linux: `@MainActor` code keeps running on the
+    /// main thread (C: `cq_main_with_libdispatch`; see <doc:SwiftConcurrency>).
+    ///
     /// Blocks forever. Dispatch: `dispatchMain()`.
     public static func runMain() -> Never {
-        cq_main()
+        cq_main_with_libdispatch()
     }
 
     // MARK: - Submitting work
@@ -159,7 +173,7 @@ public final class SQQueue: @unchecked Sendable {
     /// Cost: one allocation (the box carrying the closure) on top of the C `cq_async_f`.
     /// Thread-safe; never blocks. Dispatch: `DispatchQueue.async(group:qos:flags:execute:)`.
     @inlinable
-    public func async(
+    public final func async(
         group: SQGroup? = nil,
         qos: SQQoS = .unspecified,
         flags: SQWorkItemFlags = [],
@@ -173,7 +187,7 @@ public final class SQQueue: @unchecked Sendable {
     }
 
     @usableFromInline
-    internal func asyncSlow(
+    internal final func asyncSlow(
         group: SQGroup?,
         barrier: Bool,
         execute work: @escaping @Sendable () -> Void
@@ -211,14 +225,16 @@ public final class SQQueue: @unchecked Sendable {
     /// hands its CPU to a spare thread, so waiting never starves the pool. Thread-safe.
     /// Dispatch: `DispatchQueue.sync(flags:execute:)`.
     @inlinable
-    public func sync<T>(flags: SQWorkItemFlags = [], execute work: () throws -> T) rethrows -> T {
+    public final func sync<T>(
+        flags: SQWorkItemFlags = [], execute work: () throws -> T
+    ) rethrows -> T {
         try syncHelper(barrier: flags.contains(.barrier), execute: work, rescue: { throw $0 })
     }
 
     /// The body of `sync`: `rescue` turns the captured error back into a throw, which is what
     /// lets `sync` be `rethrows`.
     @inlinable
-    internal func syncHelper<T>(
+    internal final func syncHelper<T>(
         barrier: Bool,
         execute work: () throws -> T,
         rescue: (any Error) throws -> T
@@ -242,7 +258,7 @@ public final class SQQueue: @unchecked Sendable {
     /// keeps its target alive. Creating a cycle, or retargeting a global queue or the main
     /// queue, aborts the process with a message. Thread-safe; never blocks.
     /// Dispatch: `DispatchObject.setTarget(queue:)`.
-    public func setTarget(queue: SQQueue?) {
+    public final func setTarget(queue: SQQueue?) {
         cq_set_target_queue(sqObject(handle), queue?.handle)
     }
 
@@ -252,14 +268,14 @@ public final class SQQueue: @unchecked Sendable {
     /// it. A queue must not be released (its last wrapper reference dropped) while suspended.
     ///
     /// Thread-safe; never blocks. Dispatch: `DispatchObject.suspend()`.
-    public func suspend() {
+    public final func suspend() {
         cq_suspend(sqObject(handle))
     }
 
     /// Undoes one ``suspend()``. Resuming a queue that is not suspended aborts the process.
     ///
     /// Thread-safe; never blocks. Dispatch: `DispatchObject.resume()`.
-    public func resume() {
+    public final func resume() {
         cq_resume(sqObject(handle))
     }
 }

@@ -1,4 +1,5 @@
 import CQueueCore
+import Synchronization
 
 /// A counting semaphore: SwiftQueues' `DispatchSemaphore`.
 ///
@@ -16,6 +17,14 @@ public final class SQSemaphore: @unchecked Sendable {
     @usableFromInline
     internal let handle: OpaquePointer
 
+    /// How many tasks wait in ``waitForSignal()`` (in ``asyncWaiters``), read by ``signal()``
+    /// without the lock (SQSemaphore+Concurrency.swift has the protocol).
+    @usableFromInline
+    internal let asyncWaiterCount = Atomic<Int>(0)
+
+    /// The tasks waiting in ``waitForSignal()``, first come first served.
+    internal let asyncWaiters = SQLocked.make(SQSemaphoreWaitList())
+
     /// Creates a semaphore whose count starts at `value`, which must not be negative (the
     /// process stops otherwise, or if memory is exhausted).
     ///
@@ -32,15 +41,23 @@ public final class SQSemaphore: @unchecked Sendable {
         cq_release(sqObject(handle))
     }
 
-    /// Increments the count, waking one waiter if there is one. Returns non-zero if a waiter was
-    /// woken, 0 otherwise.
+    /// Increments the count, waking one waiter if there is one: a thread in ``wait()``, or a
+    /// task in ``waitForSignal()`` (which then gets the resource). Returns non-zero if a waiter
+    /// was woken, 0 otherwise.
     ///
-    /// One atomic operation when nobody waits; thread-safe; never blocks.
+    /// One atomic operation and a fence when nobody waits; thread-safe; never blocks.
     /// Dispatch: `DispatchSemaphore.signal()`.
     @inlinable
     @discardableResult
     public func signal() -> Int {
-        cq_semaphore_signal(handle)
+        let woken = cq_semaphore_signal(handle)
+        // seq_cst fence: pairs with the one in waitForSignal (a Dekker pair: either that
+        // waiter's retry sees this increment, or this load sees the waiter listed).
+        atomicMemoryFence(ordering: .sequentiallyConsistent)
+        if asyncWaiterCount.load(ordering: .relaxed) != 0 {
+            return handOffToAsyncWaiter(woken: woken)
+        }
+        return woken
     }
 
     /// Decrements the count, waiting as long as necessary for a ``signal()`` if it was not

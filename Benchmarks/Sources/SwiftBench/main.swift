@@ -67,6 +67,7 @@ struct Workload {
     let goal: Double?        // the ratio Dispatch/ours to reach
     let ours: Side
     let dispatch: Side
+    var other = "Dispatch"   // what the second column measures (e.g. Swift's default executor)
 }
 
 struct Row {
@@ -75,6 +76,7 @@ struct Row {
     let ours: Measure
     let dispatch: Measure
     let goal: Double?
+    let other: String
 }
 
 func median(_ xs: [Double]) -> Double {
@@ -107,20 +109,21 @@ func run(_ w: Workload) -> Row {
             measure(w.ours, into: &ours)
         }
     }
-    let r = Row(name: w.name, unit: w.unit, ours: ours, dispatch: theirs, goal: w.goal)
+    let r = Row(name: w.name, unit: w.unit, ours: ours, dispatch: theirs, goal: w.goal, other: w.other)
     let fmt = { (m: Measure) in
         String(format: "%10.2f ", median(m.ns)) + w.unit
             + String(format: "  (min %.2f, max %.2f)  %.2f allocations/op", m.ns.min() ?? .nan,
                      m.ns.max() ?? .nan, median(m.allocs))
     }
     print("   SwiftQueues \(fmt(ours))")
-    print("   Dispatch    \(fmt(theirs))")
+    print("   \(w.other.padding(toLength: 11, withPad: " ", startingAt: 0)) \(fmt(theirs))")
     return r
 }
 
 // MARK: - Main
 
-let all = queueWorkloads() + sourceWorkloads() + operationWorkloads()
+let all = queueWorkloads() + sourceWorkloads() + concurrencyWorkloads()
+    + operationWorkloads()
 var rows: [Row] = []
 for w in all where selected.isEmpty || selected.contains(w.name) {
     rows.append(run(w))
@@ -144,7 +147,8 @@ for r in rows {
           + pad(String(format: "%.2f", o), 13) + pad(String(format: "%.2f", d), 13)
           + pad(String(format: "%.2fx", ratio), 9) + pad(goal, 8) + pad(met, 5)
           + pad(String(format: "%.2f", median(r.ours.allocs)), 10)
-          + pad(String(format: "%.2f", median(r.dispatch.allocs)), 9))
+          + pad(String(format: "%.2f", median(r.dispatch.allocs)), 9)
+          + (r.other == "Dispatch" ? "" : "  (second column: \(r.other))"))
 }
 if failures > 0 {
     print("\(failures) check(s) FAILED")

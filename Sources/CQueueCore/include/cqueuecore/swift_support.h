@@ -1,0 +1,52 @@
+/*
+ * CQueueCore — support for Swift concurrency on the main thread.
+ *
+ * On Linux, Swift's MainActor and Dispatch's `DispatchQueue.main` put their work on
+ * libdispatch's main queue, which only `dispatch_main()` (or a run loop that drains it, as
+ * Foundation's RunLoop does) runs. cq_main() runs the CQueueCore main queue only. The calls
+ * here run both on the main thread (the SwiftQueues article "Swift concurrency" explains how).
+ */
+#ifndef CQUEUECORE_SWIFT_SUPPORT_H
+#define CQUEUECORE_SWIFT_SUPPORT_H
+
+#include <cqueuecore/base.h>
+
+CQ_BEGIN_DECLS
+
+/*
+ * cq_main_with_libdispatch
+ *   As cq_main() (same preconditions: the main thread, not inside a task; never returns), and
+ *   in the same loop also runs libdispatch's main queue on the main thread whenever it has
+ *   work: the main queue's wake-up descriptor (libdispatch's _dispatch_get_main_queue_handle_4CF,
+ *   an eventfd) is watched by a read source on the CQueueCore main queue whose handler drains
+ *   it (_dispatch_main_queue_callback_4CF, the hook CoreFoundation's run loop uses). Work that
+ *   was already on libdispatch's main queue runs first. Without libdispatch in the process it
+ *   is cq_main(). SwiftQueues' `SQQueue.runMain()` calls it.
+ */
+CQ_EXPORT CQ_NORETURN void cq_main_with_libdispatch(void);
+
+/*
+ * cq_swift_async_main_hooked
+ *   Whether this library installed itself as the Swift runtime's async-main drain (see
+ *   swift_support.c): in a Swift program with an `async` main, the main thread then runs
+ *   cq_main_with_libdispatch() once main first suspends, instead of libdispatch's
+ *   dispatch_main(). False in processes without the Swift concurrency runtime, or when another
+ *   library had installed the hook first. Thread-safe (written once before main runs).
+ */
+CQ_EXPORT bool cq_swift_async_main_hooked(void);
+
+/*
+ * cq_swift_tsan_acquire / cq_swift_tsan_release
+ *   Happens-before annotations for ThreadSanitizer: a release on an address happens before
+ *   every later acquire on it. No-ops unless CQueueCore itself is built with ThreadSanitizer.
+ *   SwiftQueues brackets the critical sections of the standard library's `Mutex` with them:
+ *   its contended path hands the lock over inside libswiftSynchronization, which is not built
+ *   for the sanitizer, so without them `swift test --sanitize=thread` reports races between
+ *   critical sections of one mutex. Thread-safe; never block.
+ */
+CQ_EXPORT void cq_swift_tsan_acquire(const void *address);
+CQ_EXPORT void cq_swift_tsan_release(const void *address);
+
+CQ_END_DECLS
+
+#endif /* CQUEUECORE_SWIFT_SUPPORT_H */

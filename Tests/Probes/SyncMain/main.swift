@@ -1,0 +1,120 @@
+// SQProbeSyncMain: a program with a synchronous main that ends in `SQQueue.runMain()`.
+// MainActorTests runs it as a child process: exit status 0 means every check passed; a check
+// that fails exits with status 1 and a message; SIGALRM (the watchdog) means some work never
+// ran.
+//
+//   SQProbeSyncMain mainactor   @MainActor work (from a task, from MainActor.run in a detached
+//                               task, and DispatchQueue.main work) runs on the main thread
+//                               while the main thread runs our main queue
+//   SQProbeSyncMain actor       an actor on SQQueue.main runs there, exclusively with
+//                               @MainActor work
+
+import Dispatch
+import SwiftQueues
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+// The watchdog: work that never runs ends the probe (SIGALRM) instead of hanging the test.
+var alarmOnly = sigset_t()
+sigemptyset(&alarmOnly)
+sigaddset(&alarmOnly, SIGALRM)
+pthread_sigmask(SIG_UNBLOCK, &alarmOnly, nil)
+alarm(60)
+
+let mainThread = pthread_self()
+
+func onMainThread() -> Bool {
+    pthread_equal(pthread_self(), mainThread) != 0
+}
+
+func check(_ condition: Bool, _ message: String) {
+    if !condition {
+        print("SQProbeSyncMain: check failed: \(message)")
+        exit(1)
+    }
+}
+
+/// Counts the parts of a scenario that are done; the last one ends the process.
+final class Parts: Sendable {
+    private let left: Atomic<Int>
+
+    init(_ count: Int) {
+        left = Atomic(count)
+    }
+
+    func done() {
+        if left.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
+            exit(0)
+        }
+    }
+}
+
+@MainActor enum Shared {
+    static var counter = 0
+}
+
+actor MainQueueActor {
+    nonisolated var unownedExecutor: UnownedSerialExecutor {
+        SQQueue.main.asUnownedSerialExecutor()
+    }
+
+    func onMainQueue() -> Bool {
+        SQQueue.main.isIsolatingCurrentContext() == true && onMainThread()
+    }
+}
+
+switch CommandLine.arguments.dropFirst().first ?? "" {
+case "mainactor":
+    let parts = Parts(4)
+    Task { @MainActor in
+        check(onMainThread(), "a @MainActor task runs on the main thread")
+        Shared.counter += 1
+        parts.done()
+    }
+    Task.detached {
+        for _ in 0..<100 {
+            await MainActor.run {
+                check(onMainThread(), "MainActor.run runs on the main thread")
+                Shared.counter += 1
+            }
+        }
+        parts.done()
+    }
+    DispatchQueue.main.async {
+        check(onMainThread(), "DispatchQueue.main work runs on the main thread")
+        parts.done()
+    }
+    SQQueue.main.async {
+        check(onMainThread(), "SQQueue.main work runs on the main thread")
+        MainActor.assumeIsolated {
+            Shared.counter += 1
+        }
+        parts.done()
+    }
+case "actor":
+    let parts = Parts(2)
+    let actor = MainQueueActor()
+    Task.detached {
+        for _ in 0..<100 {
+            let ok = await actor.onMainQueue()
+            check(ok, "an actor on SQQueue.main runs on the main queue, on the main thread")
+        }
+        parts.done()
+    }
+    Task.detached {
+        for _ in 0..<100 {
+            await MainActor.run { Shared.counter += 1 }
+        }
+        parts.done()
+    }
+default:
+    print("usage: SQProbeSyncMain mainactor|actor")
+    exit(2)
+}
+
+SQQueue.runMain()

@@ -1,0 +1,140 @@
+import SwiftQueues
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Sources as `AsyncSequence`s of their events: coalescing while the loop is busy, the source
+/// cancelled when the loop ends, and the loop ended by cancellation.
+@Suite struct ConcurrencySourceSequenceTests {
+    @Test func testTimerEventsEndWithBreakAndCancelTheTimer() async {
+        let timer = SQSource.makeTimerSource(queue: SQSerialQueue(label: "timer-events"))
+        timer.schedule(deadline: .now(), repeating: .milliseconds(1))
+        var fires: UInt = 0
+        var batches = 0
+        for await batch in timer.events {
+            fires += batch
+            batches += 1
+            if fires >= 5 {
+                break
+            }
+        }
+        #expect(fires >= 5)
+        #expect(batches >= 1)
+        #expect(timer.isCancelled)
+    }
+
+    @Test func testUserDataMergesWhileTheLoopIsBusy() async {
+        // Everything added is seen exactly once, however the adds and the loop interleave.
+        let source = SQSource.makeUserDataAddSource(queue: SQSerialQueue(label: "add-events"))
+        let adds = 2_000
+        var sum: UInt = 0
+        var batches = 0
+        let producer = Task.detached {
+            for _ in 0..<adds {
+                source.add(data: 1)
+            }
+        }
+        for await batch in source.events {
+            sum += batch
+            batches += 1
+            if batches % 7 == 0 {
+                busyWork()  // a slow consumer: adds coalesce in the suspended source
+            }
+            if sum >= UInt(adds) {
+                break
+            }
+        }
+        await producer.value
+        #expect(sum == UInt(adds))
+        #expect(source.isCancelled)
+    }
+
+    @Test func testEventsBeforeTheFirstNextAreKept() async {
+        let source = SQSource.makeUserDataOrSource(queue: SQSerialQueue(label: "or-events"))
+        var events = source.events.makeAsyncIterator()  // activates the source
+        source.or(data: 0b01)
+        source.or(data: 0b10)
+        var seen: UInt = 0
+        while seen != 0b11, let batch = await events.next() {
+            seen |= batch
+        }
+        #expect(seen == 0b11)
+    }
+
+    @Test func testTaskCancellationEndsTheLoopAndCancelsTheSource() async {
+        // A timer that never fires: only cancellation can end the loop.
+        let timer = SQSource.makeTimerSource(queue: SQSerialQueue(label: "never-fires"))
+        timer.schedule(deadline: .distantFuture, repeating: .never)
+        let started = SQSemaphore(value: 0)
+        let loop = Task {
+            var batches = 0
+            started.signal()
+            for await _ in timer.events {
+                batches += 1
+            }
+            return batches
+        }
+        try? await started.waitForSignal()
+        loop.cancel()
+        #expect(await loop.value == 0)
+        #expect(timer.isCancelled)
+    }
+
+    @Test func testCancellingTheSourceEndsTheLoop() async {
+        let source = SQSource.makeUserDataAddSource(queue: SQSerialQueue(label: "cancel-ends"))
+        let loop = Task {
+            var sum: UInt = 0
+            for await batch in source.events {
+                sum += batch
+            }
+            return sum
+        }
+        source.add(data: 3)
+        source.cancel()
+        // Whether or not the add arrived before the cancel, the loop ends.
+        let sum = await loop.value
+        #expect(sum == 0 || sum == 3)
+    }
+
+    @Test func testReadSourceEvents() async throws {
+        let pipe = makePipe()
+        defer { close(pipe.write) }
+        let source = try SQSource.makeReadSource(
+            fileDescriptor: pipe.read, queue: SQSerialQueue(label: "read-events"))
+        source.setCancelHandler { close(pipe.read) }
+        let message: [UInt8] = Array("hello".utf8)
+        let written = message.withUnsafeBytes { write(pipe.write, $0.baseAddress, $0.count) }
+        #expect(written == message.count)
+        var received: [UInt8] = []
+        for await available in source.events {
+            #expect(available > 0)
+            var buffer = [UInt8](repeating: 0, count: 64)
+            let count = read(pipe.read, &buffer, buffer.count)
+            if count > 0 {
+                received += buffer.prefix(count)
+            }
+            if received.count >= message.count {
+                break
+            }
+        }
+        #expect(received == message)
+        #expect(source.isCancelled)
+    }
+
+    @Test func testProcessEventsAreTyped() async throws {
+        let pid = spawnTrue()
+        let source = try SQSource.makeProcessSource(
+            identifier: pid, eventMask: .exit, queue: SQSerialQueue(label: "process-events"))
+        var seen: SQSource.ProcessEvent = []
+        for await event in source.events {
+            seen.formUnion(event)
+            break
+        }
+        #expect(seen == .exit)
+        reap(pid)
+    }
+}
