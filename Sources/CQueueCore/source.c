@@ -538,25 +538,43 @@ void cq_source_cancel(cq_source_t src)
      * once it has (see CQ__SS_REG_QUEUED). */
 }
 
-intptr_t cq_source_testcancel(cq_source_t s)
+/*
+ * The four getters below read the source and then mark a release for ThreadSanitizer, which
+ * source_dispose acquires: the caller holds a reference while it reads, so its read happens
+ * before the disposal, but the reference it gives up last may be a Swift wrapper's, whose
+ * reference count (libswiftCore, not built for the sanitizer) is all that orders the two.
+ * No-ops in normal builds.
+ */
+intptr_t cq_source_testcancel(cq_source_t src)
 {
-    return (cq__load(&source_check(s, "cq_source_testcancel")->state, acquire) &
-            CQ__SS_CANCELED) != 0;
+    struct cq_source_s *s = source_check(src, "cq_source_testcancel");
+    intptr_t cancelled = (cq__load(&s->state, acquire) & CQ__SS_CANCELED) != 0;
+    cq__tsan_release(s);
+    return cancelled;
 }
 
-uintptr_t cq_source_get_data(cq_source_t s)
+uintptr_t cq_source_get_data(cq_source_t src)
 {
-    return cq__load(&source_check(s, "cq_source_get_data")->data, relaxed);
+    struct cq_source_s *s = source_check(src, "cq_source_get_data");
+    uintptr_t data = cq__load(&s->data, relaxed);
+    cq__tsan_release(s);
+    return data;
 }
 
-uintptr_t cq_source_get_handle(cq_source_t s)
+uintptr_t cq_source_get_handle(cq_source_t src)
 {
-    return source_check(s, "cq_source_get_handle")->handle;
+    struct cq_source_s *s = source_check(src, "cq_source_get_handle");
+    uintptr_t handle = s->handle;
+    cq__tsan_release(s);
+    return handle;
 }
 
-uintptr_t cq_source_get_mask(cq_source_t s)
+uintptr_t cq_source_get_mask(cq_source_t src)
 {
-    return source_check(s, "cq_source_get_mask")->mask;
+    struct cq_source_s *s = source_check(src, "cq_source_get_mask");
+    uintptr_t mask = s->mask;
+    cq__tsan_release(s);
+    return mask;
 }
 
 void cq_source_merge_data(cq_source_t src, uintptr_t value)
@@ -608,6 +626,7 @@ static void source_xref_dispose(struct cq__object *o)
 static void source_dispose(struct cq__object *o)
 {
     struct cq_source_s *s = (struct cq_source_s *)o;
+    cq__tsan_acquire(s); /* the getters' reads (see cq_source_testcancel) */
     cq_function_t fin = o->finalizer;
     void *ctx = o->context;
     struct cq_queue_s *q = cq__load(&s->target, relaxed);

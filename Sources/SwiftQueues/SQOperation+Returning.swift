@@ -25,7 +25,7 @@ extension SQOperation {
     /// Thread-safety: as ``SQOperation``. Not in Foundation.
     open class Returning<Success: Sendable, Failure: Error>: SQOperation, @unchecked Sendable {
         private let body: (@Sendable () throws(Failure) -> Success)?
-        private let outcome = Mutex<Result<Success, Failure>?>(nil)
+        private let outcome = SQMutex<Result<Success, Failure>?>(nil)
 
         /// An operation whose work is ``run()``, which a subclass overrides.
         public override init() {

@@ -81,7 +81,7 @@ open class SQOperation: @unchecked Sendable, CustomStringConvertible {
 
     /// The operation lock. A leaf except for the observer hub's lock; the queue lock may be
     /// held while taking it, never the other way round.
-    internal let state = Mutex(LockedState())
+    internal let state = SQMutex(LockedState())
 
     /// `cancelled`, `finished`, `executing` and the default readiness, readable without the
     /// lock (see ``SQOperationFlags``): written under the lock with release stores, read with

@@ -10,10 +10,10 @@ import Synchronization
 /// Thread-safety: every method may be called from any thread. Not in Foundation (which offers
 /// `NSKeyValueObservation`, not available for operations on Linux).
 public final class SQOperationObservation: Sendable {
-    private let cancellation: Mutex<(@Sendable () -> Void)?>
+    private let cancellation: SQMutex<(@Sendable () -> Void)?>
 
     internal init(_ cancellation: @escaping @Sendable () -> Void) {
-        self.cancellation = Mutex(cancellation)
+        self.cancellation = SQMutex(cancellation)
     }
 
     deinit {

@@ -31,7 +31,7 @@ internal final class SQOperationObservers<Change: Sendable>: @unchecked Sendable
         var delivering = false
     }
 
-    private let hub = Mutex(Hub())
+    private let hub = SQMutex(Hub())
 
     init() {}
 

@@ -6,7 +6,7 @@ import Testing
 /// ("Configuring Operations for Concurrent Execution"): its own executing and finished state,
 /// `start()` overridden, and KVO notifications around every change.
 final class GuideStyleOperation: SQOperation, @unchecked Sendable {
-    private let lock = Mutex<(executing: Bool, finished: Bool)>((false, false))
+    private let lock = Locked<(executing: Bool, finished: Bool)>((false, false))
     let work: @Sendable (GuideStyleOperation) -> Void
     let ran = Counter()
 
@@ -53,7 +53,7 @@ final class GuideStyleOperation: SQOperation, @unchecked Sendable {
 
 /// The same with the key-path forms and settable overrides, as many Swift code bases write it.
 class KeyPathAsyncOperation: SQOperation, @unchecked Sendable {
-    private let flags = Mutex<(executing: Bool, finished: Bool)>((false, false))
+    private let flags = Locked<(executing: Bool, finished: Bool)>((false, false))
 
     override var isAsynchronous: Bool { true }
     override var isExecuting: Bool {

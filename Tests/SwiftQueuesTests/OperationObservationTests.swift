@@ -166,7 +166,7 @@ func describe(_ change: SQOperationQueue.StateChange, names: [ObjectIdentifier: 
         let count = 100
         for _ in 0..<count { queue.addOperation {} }
         let wrongOrder = Counter()
-        let states = Mutex<[ObjectIdentifier: Int]>([:])
+        let states = Locked<[ObjectIdentifier: Int]>([:])
         #expect(await completesAsync {
             var finished = 0
             for await change in stream {

@@ -413,7 +413,7 @@ func meetingOperations(_ queue: SQOperationQueue, count: Int) -> Int {
 
     @Test func testHundredThousandOperationsRunExactlyOnce() {
         let count = 100_000
-        let hits = Mutex([UInt8](repeating: 0, count: count))
+        let hits = Locked([UInt8](repeating: 0, count: count))
         let queue = SQOperationQueue()
         for index in 0..<count {
             queue.addOperation { hits.withLock { $0[index] &+= 1 } }
@@ -491,7 +491,7 @@ func meetingOperations(_ queue: SQOperationQueue, count: Int) -> Int {
         @Sendable func niceness() -> Int32 {
             getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
         }
-        let seen = Mutex<[String: Int32]>([:])
+        let seen = Locked<[String: Int32]>([:])
         let queue = SQOperationQueue()
         let background = SQBlockOperation { seen.withLock { $0["background"] = niceness() } }
         background.qualityOfService = .background

@@ -61,7 +61,7 @@ func empties(_ queue: SQOperationQueue) -> Bool {
 /// implementation fails the test instead of hanging it; nothing blocks a thread meanwhile.
 func completesAsync(_ body: @escaping @Sendable () async -> Void) async -> Bool {
     await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-        let pending = Mutex<CheckedContinuation<Bool, Never>?>(continuation)
+        let pending = Locked<CheckedContinuation<Bool, Never>?>(continuation)
         @Sendable func resume(_ returned: Bool) {
             pending.withLock { $0.take() }?.resume(returning: returned)
         }

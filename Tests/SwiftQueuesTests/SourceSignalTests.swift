@@ -27,11 +27,17 @@ import Musl
         source.activate()
         // Only once the source is registered is the signal caught rather than fatal.
         #expect(registered.wait(timeout: patience()) == .success)
-        #expect(kill(getpid(), SIGUSR1) == 0)
-        #expect(delivered.wait(timeout: patience()) == .success)
+        // Not under ThreadSanitizer: the kernel may hand the process-directed signal to a
+        // thread that does not block it, such as the main thread parked in a futex wait; the
+        // sanitizer defers the handler until that thread next calls an intercepted function,
+        // which a parked thread may never do (the C tests cover delivery under the sanitizer).
+        if !underThreadSanitizer {
+            #expect(kill(getpid(), SIGUSR1) == 0)
+            #expect(delivered.wait(timeout: patience()) == .success)
+        }
         source.cancel()
         #expect(cancelled.wait(timeout: patience()) == .success)
-        #expect(count.value == 1)
+        #expect(count.value == (underThreadSanitizer ? 0 : 1))
     }
 
     @Test(arguments: [0, -1, SIGKILL, SIGSTOP, 100_000])

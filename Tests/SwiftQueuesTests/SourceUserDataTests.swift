@@ -3,6 +3,11 @@ import Testing
 
 /// User-data sources: add / or / replace merged from several threads, coalescing while a
 /// handler is pending or the source is suspended (C: Tests/c data source tests).
+///
+/// The handlers hold the source `unowned` (each test keeps it alive until it has cancelled
+/// it): a strong capture makes the handler's release, on a pool thread, drop the last reference,
+/// and ThreadSanitizer, which does not see Swift's reference counting, then reports the test
+/// thread's earlier reads of the source against its disposal there.
 @Suite struct SourceUserDataTests {
     @Test func testAddCoalescesToTheSum() {
         let q = SQQueue(label: "data-add")
@@ -11,7 +16,7 @@ import Testing
         let calls = Counter()
         let done = SQSemaphore(value: 0)
         let total = 4 * 10_000
-        source.setEventHandler {
+        source.setEventHandler { [unowned source] in
             calls.add()
             let data = Int(source.data)
             if sum.add(data) + data == total { done.signal() }
@@ -32,7 +37,7 @@ import Testing
         let source = SQSource.makeUserDataOrSource(queue: q)
         let seen = Log<UInt>()
         let done = SQSemaphore(value: 0)
-        source.setEventHandler {
+        source.setEventHandler { [unowned source] in
             seen.append(source.data)
             if seen.values.reduce(0, |) == UInt.max { done.signal() }
         }
@@ -52,7 +57,7 @@ import Testing
         let source = SQSource.makeUserDataReplaceSource(queue: q)
         let seen = Log<UInt>()
         let done = SQSemaphore(value: 0)
-        source.setEventHandler {
+        source.setEventHandler { [unowned source] in
             seen.append(source.data)
             if source.data == 1000 { done.signal() }
         }
@@ -74,7 +79,7 @@ import Testing
         let source = SQSource.makeUserDataReplaceSource(queue: q)
         let seen = Log<UInt>()
         let done = SQSemaphore(value: 0)
-        source.setEventHandler {
+        source.setEventHandler { [unowned source] in
             seen.append(source.data)
             done.signal()
         }
@@ -96,7 +101,7 @@ import Testing
         let done = SQSemaphore(value: 0)
         let registered = SQSemaphore(value: 0)
         source.setRegistrationHandler { registered.signal() }
-        source.setEventHandler {
+        source.setEventHandler { [unowned source] in
             calls.append(source.data)
             done.signal()
         }
