@@ -1,7 +1,9 @@
 # SwiftQueues — set-up, build, run and test on a Debian machine.
 #
-#   make run       install what is missing, build, run the example program (cq-hashtree)
-#   make test      install what is missing, build, run the C tests (ctest) and `swift test`
+#   make run       install what is missing, build, run the Swift example program (sq-hashtree,
+#                  Examples/SQHashTree) on RUN_DIR; `make run-c` runs the C one (cq-hashtree)
+#   make test      install what is missing, build, run the C tests (ctest), `swift test` and the
+#                  Swift example's tests (test-examples)
 #   make bench     build optimised and run the benchmarks against libdispatch: cq-bench (the C
 #                  core), the HTTP server under wrk (bench/http_bench.py), then the Swift layer
 #                  against the Dispatch overlay (Benchmarks/, sq-swift-bench)
@@ -22,8 +24,8 @@ RUN_DIR ?= /usr/include
 APT_PACKAGES := liburcu-dev cmake ninja-build pkg-config gcc libblocksruntime-dev spin wrk
 SWIFT_SCRATCH ?= .build
 
-.PHONY: all deps build run test test-c test-swift bench sanitize sanitize-c sanitize-swift soak fuzz \
-	model clean
+.PHONY: all deps build run run-c test test-c test-swift test-examples bench sanitize sanitize-c \
+	sanitize-swift soak fuzz model clean
 
 all: build
 
@@ -44,16 +46,22 @@ build: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCQ_WERROR=ON
 	ninja -C $(BUILD)
 
-run: build
+run: deps
+	swift run -c release --package-path Examples/SQHashTree --scratch-path Examples/SQHashTree/.build sq-hashtree $(RUN_DIR)
+
+run-c: build
 	./$(BUILD)/cq-hashtree $(RUN_DIR)
 
-test: test-c test-swift
+test: test-c test-swift test-examples
 
 test-c: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 test-swift: deps
 	swift test --scratch-path $(SWIFT_SCRATCH) -Xswiftc -warnings-as-errors
+
+test-examples: deps
+	swift test --package-path Examples/SQHashTree --scratch-path Examples/SQHashTree/.build -Xswiftc -warnings-as-errors
 
 bench: deps
 	cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DCQ_BUILD_TESTS=OFF
@@ -95,5 +103,5 @@ sanitize-swift: deps
 	SWIFT_BACKTRACE=enable=no swift test --scratch-path .build-tsan --sanitize=thread
 
 clean:
-	rm -rf $(BUILD) build-bench build-asan build-tsan build-fuzz $(SWIFT_SCRATCH) .build-tsan \
+	rm -rf $(BUILD) build-bench build-asan build-tsan build-fuzz $(SWIFT_SCRATCH) .build-tsan Examples/SQHashTree/.build \
 	  .build-bench-swift
