@@ -4,6 +4,8 @@
 #                  Examples/SQHashTree) on RUN_DIR; `make run-c` runs the C one (cq-hashtree)
 #   make test      install what is missing, build, run the C tests (ctest), `swift test` and the
 #                  Swift example's tests (test-examples)
+#   make load      the example HTTP service (Examples/SQHTTPService) under wrk, its CPU work on
+#                  Swift's default executor, on SwiftQueues and on Dispatch
 #   make bench     build optimised and run the benchmarks against libdispatch: cq-bench (the C
 #                  core), the HTTP server under wrk (bench/http_bench.py), then the Swift layer
 #                  against the Dispatch overlay (Benchmarks/, sq-swift-bench)
@@ -25,7 +27,7 @@ APT_PACKAGES := liburcu-dev cmake ninja-build pkg-config gcc libblocksruntime-de
 SWIFT_SCRATCH ?= .build
 
 .PHONY: all deps build run run-c test test-c test-swift test-examples bench sanitize sanitize-c \
-	sanitize-swift soak fuzz model clean
+	sanitize-swift soak fuzz model clean load
 
 all: build
 
@@ -98,10 +100,16 @@ fuzz: deps
 model: build
 	ctest --test-dir $(BUILD) --output-on-failure -L model
 
+# The example HTTP service (Examples/SQHTTPService) under wrk, once per executor placement.
+load: deps
+	swift build -c release --package-path Examples/SQHTTPService \
+	  --scratch-path Examples/SQHTTPService/.build --product sq-http-service -Xswiftc -warnings-as-errors
+	python3 Examples/SQHTTPService/load.py $(LOAD_ARGS)
+
 sanitize-swift: deps
 	# No backtracer: under the sanitizer its fork() in a crashing process trips TSan and hangs.
 	SWIFT_BACKTRACE=enable=no swift test --scratch-path .build-tsan --sanitize=thread
 
 clean:
-	rm -rf $(BUILD) build-bench build-asan build-tsan build-fuzz $(SWIFT_SCRATCH) .build-tsan Examples/SQHashTree/.build \
+	rm -rf $(BUILD) build-bench build-asan build-tsan build-fuzz $(SWIFT_SCRATCH) .build-tsan Examples/SQHashTree/.build Examples/SQHTTPService/.build \
 	  .build-bench-swift
