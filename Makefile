@@ -2,8 +2,10 @@
 #
 #   make run       install what is missing, build, run the Swift example program (sq-hashtree,
 #                  Examples/SQHashTree) on RUN_DIR; `make run-c` runs the C one (cq-hashtree)
-#   make test      install what is missing, build, run the C tests (ctest), `swift test` and the
-#                  Swift example's tests (test-examples)
+#   make lint      the C core's structure checks (scripts/lint.sh): no include from a lower layer
+#                  into a higher one, a pairing note on every non-relaxed atomic, clang-format
+#   make test      install what is missing, make lint, build, run the C tests (ctest), `swift test`
+#                  and the Swift example's tests (test-examples)
 #   make load      the example HTTP service (Examples/SQHTTPService) under wrk, its CPU work on
 #                  Swift's default executor, on SwiftQueues and on Dispatch
 #   make bench     build optimised and run the benchmarks against libdispatch: cq-bench (the C
@@ -17,17 +19,19 @@
 #   make clean     remove the build folders
 #
 # Installing packages needs root (as in CI); as another user, install them first:
-#   sudo apt-get install liburcu-dev cmake ninja-build pkg-config gcc libblocksruntime-dev spin wrk
+#   sudo apt-get install liburcu-dev cmake ninja-build pkg-config gcc libblocksruntime-dev spin wrk \
+#     clang-format
 
 SHELL := /bin/bash
 BUILD ?= build
 JOBS ?= $(shell nproc)
 RUN_DIR ?= /usr/include
-APT_PACKAGES := liburcu-dev cmake ninja-build pkg-config gcc libblocksruntime-dev spin wrk
+APT_PACKAGES := liburcu-dev cmake ninja-build pkg-config gcc libblocksruntime-dev spin wrk \
+	clang-format
 SWIFT_SCRATCH ?= .build
 
-.PHONY: all deps build run run-c test test-c test-swift test-examples bench sanitize sanitize-c \
-	sanitize-swift soak fuzz model clean load
+.PHONY: all deps lint build run run-c test test-c test-swift test-examples bench sanitize \
+	sanitize-c sanitize-swift soak fuzz model clean load
 
 all: build
 
@@ -54,7 +58,12 @@ run: deps
 run-c: build
 	./$(BUILD)/cq-hashtree $(RUN_DIR)
 
-test: test-c test-swift test-examples
+lint: deps
+	scripts/lint.sh
+
+# lint first: a layering or pairing-note failure stops the run before the long tests.
+test: lint
+	$(MAKE) test-c test-swift test-examples
 
 test-c: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)

@@ -19,6 +19,9 @@ let package = Package(
             dependencies: ["CURCU"],
             cSettings: [
                 .define("_GNU_SOURCE"),
+                // Internal headers are included by their path from Sources/CQueueCore
+                // ("scheduler/pool_internal.h"); the .c files sit in one folder per layer.
+                .headerSearchPath("."),
                 .define("NDEBUG", .when(configuration: .release)),
             ],
             // CURCU's pkg-config entry (liburcu-bp) names only the RCU flavour; the lock-free

@@ -28,7 +28,7 @@
 #include <time.h>
 #include <ucontext.h>
 
-#include "atomic_internal.h" /* enum cq__model_op, the cq__model_yield prototype */
+#include "platform/atomic_internal.h" /* enum cq__model_op, the cq__model_yield prototype */
 
 #define MC_MAX_STEPS 4096
 #define MC_STACK_SIZE (256 * 1024)

@@ -22,6 +22,8 @@ n=0
 
 # mutant NAME SCENARIO PERL_SUBSTITUTION: builds the mutant and explores the scenario meant to
 # catch it (the others take longer, and a mutant that only they catch would say little).
+# Patterns that span statements allow one-line comments between them (the pairing notes that
+# make lint asks for).
 mutant() {
     name=$1
     scenario=$2
@@ -29,8 +31,8 @@ mutant() {
     n=$((n + 1))
     dir=$WORK/$name
     mkdir -p "$dir"
-    perl -0777 -pe "$subst" "$CORE/runq.c" > "$dir/runq.c"
-    if cmp -s "$CORE/runq.c" "$dir/runq.c"; then
+    perl -0777 -pe "$subst" "$CORE/scheduler/runq.c" > "$dir/runq.c"
+    if cmp -s "$CORE/scheduler/runq.c" "$dir/runq.c"; then
         echo "STALE    $name: the mutation no longer applies to runq.c (update mutants.sh)"
         stale=$((stale + 1))
         return
@@ -65,7 +67,7 @@ mutant steal_ignores_claim two_thieves_refill \
 
 # 3. a thief releases its claim with a plain store: the owner's pops meanwhile are undone.
 mutant steal_release_store pop_steal \
-    's/    for \(;;\) \{\n        uint64_t next = head_pack\(head_real\(prev\), head_real\(prev\)\);\n        if \(cq__cas\(&src->head, &prev, next, acq_rel\)\) \{\n            break;\n        \}\n    \}/    cq__store(&src->head, head_pack(first + n, first + n), release);/'
+    's/    for \(;;\) \{\n        uint64_t next = head_pack\(head_real\(prev\), head_real\(prev\)\);\n(?:[ ]*\/\*[^\n]*\*\/\n)*        if \(cq__cas\(&src->head, &prev, next, acq_rel\)\) \{\n            break;\n        \}\n    \}/    cq__store(&src->head, head_pack(first + n, first + n), release);/'
 
 # 4. the claim-release CAS is not retried when the owner moved `real` meanwhile ("drop a CAS
 #    retry"): the claim stays behind.
@@ -84,7 +86,7 @@ mutant overflow_plain_store overflow_steal \
 #    completes one steal in between and steals again claims the item the owner already decided
 #    to keep (a single steal could not reach it); so does a second thief.
 mutant popback_head_before_tail popback_two_thieves \
-    's/    cq__store\(&rq->tail, t, seq_cst\);\n    head = cq__load\(&rq->head, seq_cst\);/    head = cq__load(&rq->head, seq_cst);\n    cq__store(&rq->tail, t, seq_cst);/'
+    's/    cq__store\(&rq->tail, t, seq_cst\);\n(?:[ ]*\/\*[^\n]*\*\/\n)*    head = cq__load\(&rq->head, seq_cst\);/    head = cq__load(&rq->head, seq_cst);\n    cq__store(&rq->tail, t, seq_cst);/'
 
 echo "$n mutants: $((n - survived - stale)) caught, $survived survived, $stale no longer apply"
 if [ "$survived" -ne 0 ]; then

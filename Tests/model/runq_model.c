@@ -33,7 +33,7 @@
 #include <string.h>
 
 #include "mc.h"
-#include "runq_internal.h"
+#include "scheduler/runq_internal.h"
 
 #define CAP CQ_RUNQ_CAPACITY
 #define MAX_ITEMS 16

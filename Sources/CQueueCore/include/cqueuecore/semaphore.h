@@ -1,5 +1,8 @@
 /*
  * CQueueCore — counting semaphores.
+ *
+ * Thread-safety: every function here may be called from any thread, concurrently with the
+ * others on the same semaphore, as long as the caller holds a reference to it.
  */
 #ifndef CQUEUECORE_SEMAPHORE_H
 #define CQUEUECORE_SEMAPHORE_H
@@ -17,6 +20,7 @@ typedef struct cq_semaphore_s *cq_semaphore_t;
  *   A counting semaphore starting at `value`. A negative value is rejected: NULL, errno EINVAL,
  *   and a message on stderr. Releasing the semaphore while its count is below `value` aborts
  *   with a message (a waiter would be left behind or a resource leaked), as libdispatch does.
+ *   Thread-safe.
  */
 CQ_EXPORT cq_semaphore_t cq_semaphore_create(intptr_t value) CQ_WARN_RESULT;
 
@@ -26,7 +30,8 @@ CQ_EXPORT cq_semaphore_t cq_semaphore_create(intptr_t value) CQ_WARN_RESULT;
  *   cq_time_t: CQ_TIME_NOW tries without waiting, CQ_TIME_FOREVER waits forever). Returns 0 when
  *   it got the resource, non-zero on timeout (the count is then restored). One atomic operation
  *   when a resource is available; a bounded spin, then a futex sleep. A pool worker that has to
- *   sleep hands its CPU to a spare thread first. Acquire ordering.
+ *   sleep hands its CPU to a spare thread first. Acquire ordering. Thread-safe: any number of
+ *   threads may wait at once; each signal wakes at most one of them.
  */
 CQ_EXPORT intptr_t cq_semaphore_wait(cq_semaphore_t semaphore, cq_time_t timeout);
 
@@ -34,6 +39,7 @@ CQ_EXPORT intptr_t cq_semaphore_wait(cq_semaphore_t semaphore, cq_time_t timeout
  * cq_semaphore_signal
  *   Increments the count, waking one waiter if there is one. Returns non-zero if a waiter was
  *   woken, 0 otherwise. One atomic operation when nobody waits. Release ordering. Never blocks.
+ *   Thread-safe: any thread, including threads the runtime did not start.
  */
 CQ_EXPORT intptr_t cq_semaphore_signal(cq_semaphore_t semaphore);
 

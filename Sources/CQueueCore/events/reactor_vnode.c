@@ -1,0 +1,142 @@
+/*
+ * VNODE sources: inotify watches (one per inode, shared by the sources on it) and the
+ * translation of inotify events to CQ_VNODE_* flags.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "events/reactor_internal.h"
+#include "events/reactor_loop_internal.h"
+#include "platform/diag_internal.h"
+
+static int inotify_mask_for(uintptr_t mask)
+{
+    int m = IN_UNMOUNT;
+    if (mask & (CQ_VNODE_DELETE | CQ_VNODE_LINK | CQ_VNODE_ATTRIB)) {
+        m |= IN_ATTRIB | IN_DELETE_SELF;
+    }
+    if (mask & (CQ_VNODE_WRITE | CQ_VNODE_EXTEND)) {
+        m |= IN_MODIFY | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO;
+    }
+    if (mask & CQ_VNODE_RENAME) {
+        m |= IN_MOVE_SELF;
+    }
+    return m;
+}
+
+int cq__vnode_watch(int fd, uintptr_t mask)
+{
+    if (cq__reactor_ensure_started() != 0) {
+        errno = R.error;
+        return -1;
+    }
+    char proc[64], path[PATH_MAX];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(proc, path, sizeof path - 1);
+    if (n < 0) {
+        return -1;
+    }
+    path[n] = '\0';
+    /* IN_MASK_ADD: other sources may watch the same inode with other events. */
+    return inotify_add_watch(R.inofd, path, (uint32_t)inotify_mask_for(mask) | IN_MASK_ADD);
+}
+
+void cq__reactor_watch_register(struct cq_source_s *s)
+{
+    if (s->wd < 0) {
+        return;
+    }
+    R.watches = cq__reactor_table_fit(R.watches, &R.nwatches, s->wd, "a file watch");
+    if (R.watches[s->wd] == NULL) {
+        R.watches[s->wd] = calloc(1, sizeof(struct watch));
+        if (R.watches[s->wd] == NULL) {
+            cq__crash("out of memory registering a file watch");
+        }
+        R.watches[s->wd]->wd = s->wd;
+    }
+    struct stat st;
+    if (fstat((int)s->handle, &st) == 0) {
+        s->vnode_size = st.st_size;
+        s->vnode_nlink = st.st_nlink;
+    }
+    cq__reactor_list_add(&R.watches[s->wd]->sources, s);
+}
+
+void cq__reactor_watch_unregister(struct cq_source_s *s)
+{
+    if (s->wd < 0 || s->wd >= R.nwatches || R.watches[s->wd] == NULL) {
+        return;
+    }
+    struct watch *w = R.watches[s->wd];
+    cq__reactor_list_remove(&w->sources, s);
+    if (w->sources == NULL) {
+        inotify_rm_watch(R.inofd, w->wd);
+        R.watches[w->wd] = NULL;
+        free(w);
+    }
+}
+
+static uintptr_t vnode_flags(struct cq_source_s *s, uint32_t in_mask)
+{
+    uintptr_t f = 0;
+    struct stat st;
+    bool have = fstat((int)s->handle, &st) == 0;
+    if (in_mask & IN_DELETE_SELF) {
+        f |= CQ_VNODE_DELETE;
+    }
+    if (in_mask & IN_MOVE_SELF) {
+        f |= CQ_VNODE_RENAME;
+    }
+    if (in_mask & IN_UNMOUNT) {
+        f |= CQ_VNODE_REVOKE;
+    }
+    if (in_mask & (IN_MODIFY | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)) {
+        f |= CQ_VNODE_WRITE;
+        if (have && st.st_size > s->vnode_size) {
+            f |= CQ_VNODE_EXTEND;
+        }
+    }
+    if (in_mask & IN_ATTRIB) {
+        f |= CQ_VNODE_ATTRIB;
+        if (have && st.st_nlink != s->vnode_nlink) {
+            f |= CQ_VNODE_LINK;
+        }
+        if (have && st.st_nlink == 0) {
+            f |= CQ_VNODE_DELETE; /* unlinked while we hold it open */
+        }
+    }
+    if (have) {
+        s->vnode_size = st.st_size;
+        s->vnode_nlink = st.st_nlink;
+    }
+    return f & s->mask;
+}
+
+void cq__reactor_read_inotify(void)
+{
+    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    ssize_t n;
+    while ((n = read(R.inofd, buf, sizeof buf)) > 0) {
+        for (char *p = buf; p < buf + n;) {
+            struct inotify_event *e = (struct inotify_event *)p;
+            p += sizeof *e + e->len;
+            if (e->wd < 0 || e->wd >= R.nwatches || R.watches[e->wd] == NULL) {
+                continue;
+            }
+            for (struct cq_source_s *s = R.watches[e->wd]->sources; s; s = s->next_on_key) {
+                uintptr_t f = vnode_flags(s, e->mask);
+                if (f) {
+                    cq__source_event(s, f, false);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,141 @@
+/*
+ * Reference counting, context and finalizer shared by all objects; suspend/resume dispatch.
+ */
+#include "platform/object_internal.h"
+
+#include <stdio.h>
+
+#include "platform/diag_internal.h"
+
+void cq__object_init(struct cq__object *o, const struct cq__class *cls)
+{
+    o->cls = cls;
+    atomic_init(&o->xref, 1);
+    atomic_init(&o->ref, 1); /* held collectively by the external references */
+    o->context = NULL;
+    o->finalizer = NULL;
+    atomic_init(&o->inactive, 0);
+}
+
+void cq__object_init_immortal(struct cq__object *o, const struct cq__class *cls)
+{
+    cq__object_init(o, cls);
+    atomic_init(&o->xref, CQ__IMMORTAL);
+}
+
+bool cq__class_is_known(const struct cq__class *cls)
+{
+    /* Compared by address, never dereferenced: a stray pointer is reported, not followed. */
+    return cls == &cq__queue_class || cls == &cq__semaphore_class || cls == &cq__group_class ||
+           cls == &cq__source_class || cls == &cq__work_item_class;
+}
+
+struct cq__object *cq__object_check(const void *object, enum cq__kind kind, const char *call)
+{
+    const struct cq__object *o = object;
+    if (cq__unlikely(o == NULL)) {
+        cq__crash("%s: NULL object", call);
+    }
+    if (cq__unlikely(!cq__class_is_known(o->cls))) {
+        cq__crash("%s: %p is not a CQueueCore object (or was already freed)", call, object);
+    }
+    if (cq__unlikely(kind != 0 && o->cls->kind != kind)) {
+        static const char *const names[] = {"?",     "queue",  "semaphore",
+                                            "group", "source", "work item"};
+        cq__crash("%s: %s is not a %s", call, CQ_DESCRIBE(o), names[kind]);
+    }
+    return (struct cq__object *)o;
+}
+
+void cq_retain(void *object)
+{
+    struct cq__object *o = cq__object_check(object, 0, "cq_retain");
+    if (cq__object_is_immortal(o)) {
+        return;
+    }
+    int32_t old = cq__add(&o->xref, 1, relaxed);
+    if (cq__unlikely(old <= 0)) {
+        cq__crash("cq_retain: %s was already released (resurrection of a dead object)",
+                  CQ_DESCRIBE(o));
+    }
+}
+
+void cq_release(void *object)
+{
+    struct cq__object *o = cq__object_check(object, 0, "cq_release");
+    if (cq__object_is_immortal(o)) {
+        return;
+    }
+    /* acq_rel: everything done through any reference happens-before the last release; pairs with
+     * the other xref drops (the last one acquires them all) */
+    int32_t old = cq__sub(&o->xref, 1, acq_rel);
+    if (cq__likely(old > 1)) {
+        return;
+    }
+    if (cq__unlikely(old <= 0)) {
+        cq__crash("cq_release: over-release of %s (released more often than retained)",
+                  CQ_DESCRIBE(o));
+    }
+    if (o->cls->xref_dispose) {
+        o->cls->xref_dispose(o);
+    }
+    cq__ref_release(o);
+}
+
+void cq__ref_release_slow(struct cq__object *o)
+{
+    o->cls->dispose(o);
+}
+
+void cq_set_context(void *object, void *context)
+{
+    struct cq__object *o = cq__object_check(object, 0, "cq_set_context");
+    if (!cq__object_is_immortal(o)) {
+        o->context = context;
+    }
+}
+
+void *cq_get_context(void *object)
+{
+    struct cq__object *o = cq__object_check(object, 0, "cq_get_context");
+    return o->context;
+}
+
+void cq_set_finalizer_f(void *object, cq_function_t finalizer)
+{
+    struct cq__object *o = cq__object_check(object, 0, "cq_set_finalizer_f");
+    if (!cq__object_is_immortal(o)) {
+        o->finalizer = finalizer;
+    }
+}
+
+void cq_suspend(void *object)
+{
+    struct cq__object *o = cq__object_check(object, 0, "cq_suspend");
+    if (cq__unlikely(o->cls->suspend == NULL)) {
+        cq__crash("cq_suspend: %s cannot be suspended", CQ_DESCRIBE(o));
+    }
+    o->cls->suspend(o);
+}
+
+void cq_resume(void *object)
+{
+    struct cq__object *o = cq__object_check(object, 0, "cq_resume");
+    if (cq__unlikely(o->cls->resume == NULL)) {
+        cq__crash("cq_resume: %s cannot be resumed", CQ_DESCRIBE(o));
+    }
+    if (cq__unlikely(cq__load(&o->inactive, relaxed))) {
+        cq__store(&o->inactive, 0, relaxed); /* a plain resume activates too */
+    }
+    o->cls->resume(o);
+}
+
+void cq_activate(void *object)
+{
+    struct cq__object *o = cq__object_check(object, 0, "cq_activate");
+    /* Only the call that clears the flag resumes: activating twice, or from two threads at
+     * once, resumes once. */
+    if (cq__load(&o->inactive, relaxed) && cq__xchg(&o->inactive, 0, relaxed)) {
+        o->cls->resume(o);
+    }
+}

@@ -1,0 +1,89 @@
+/*
+ * Futex wrappers, calibrated spinning, and the one-shot event every runtime wait is built on.
+ *
+ * Waking a sleeping thread through a futex costs tens of microseconds on small VMs while a
+ * spinning hand-off costs tens of nanoseconds, so every wait spins for a bounded time first.
+ * A pool worker that has to sleep hands its CPU to a spare thread (cq__pool_block_begin).
+ */
+#ifndef CQ_PARKER_INTERNAL_H
+#define CQ_PARKER_INTERNAL_H
+
+#include "platform/atomic_internal.h"
+#include "platform/time_internal.h"
+
+/*
+ * Sleeps while *word == expected, until woken or the deadline (NULL: none) passes.
+ * Returns 0 when woken (or the value differed, or a signal interrupted), ETIMEDOUT when the
+ * deadline passed. Spurious returns are normal: callers re-check their condition.
+ */
+CQ_INTERNAL int cq__futex_wait(_Atomic uint32_t *word, uint32_t expected,
+                               const struct cq__deadline *deadline);
+CQ_INTERNAL void cq__futex_wake(_Atomic uint32_t *word, int count);
+
+/* How many cq__cpu_relax() calls take about `ns` nanoseconds on this machine (calibrated once). */
+CQ_INTERNAL uint32_t cq__spin_iterations(uint32_t ns);
+
+/* Default spin budgets (nanoseconds), tuned to the futex wake cost described above. */
+#define CQ__SPIN_WAIT_NS 20000u /* a thread waiting for an event (sync hand-off, semaphore) */
+/* the longest an idle worker searches before it parks: about one futex wake-up, the classic
+ * competitive bound */
+#define CQ__SPIN_SEARCH_NS 25000u
+#define CQ__SPIN_SEARCH_MIN_NS 1000u /* the shortest (the adaptive spin: scheduler/find.c) */
+#define CQ__SPIN_PURE_NS 300u        /* the first part of a spin: CPU pauses only */
+
+/*
+ * A bounded, adaptive spin. For the first CQ__SPIN_PURE_NS it only pauses the CPU: a partner on
+ * another CPU answers within that. After that it yields the CPU between checks, so a partner
+ * that shares this CPU (or a CPU-starved machine) gets to run instead of watching us spin.
+ *     struct cq__spin sp; cq__spin_init(&sp, CQ__SPIN_WAIT_NS);
+ *     while (!condition()) { if (!cq__spin_next(&sp)) { sleep...; break; } }
+ */
+struct cq__spin {
+    uint32_t pure; /* pause rounds left in the pure phase */
+    uint64_t deadline;
+};
+
+CQ_INTERNAL void cq__spin_init(struct cq__spin *sp, uint32_t ns);
+/* Waits a little; false once the budget is spent. */
+CQ_INTERNAL bool cq__spin_next(struct cq__spin *sp);
+
+/*
+ * One-shot event: one waiter, one signaller.
+ *   state: CQ__EVENT_PENDING -> (waiter) CQ__EVENT_SLEEPING -> (signaller) CQ__EVENT_SIGNALLED.
+ * The signaller's exchange has release ordering, the waiter's load acquire: everything before
+ * cq__event_signal happens-before cq__event_wait returns.
+ */
+enum { CQ__EVENT_PENDING = 0, CQ__EVENT_SLEEPING = 1, CQ__EVENT_SIGNALLED = 2 };
+
+struct cq__event {
+    _Atomic uint32_t state;
+};
+
+CQ_INLINE void cq__event_init(struct cq__event *e)
+{
+    atomic_init(&e->state, CQ__EVENT_PENDING);
+}
+
+/* Spins, then sleeps (handing the CPU to a spare if on a worker), until signalled. */
+/*
+ * A pool thread about to sleep in a runtime wait tells the scheduler, which hands its CPU to a
+ * spare thread (cq__pool_block_begin / end). Waits in higher layers call those directly;
+ * cq__event_wait, below the scheduler, calls the hooks the scheduler registers at load time.
+ */
+struct cq__block {
+    bool active;
+};
+CQ_INTERNAL void cq__sleep_hooks_register(void (*begin)(struct cq__block *),
+                                          void (*end)(struct cq__block *));
+
+CQ_INTERNAL void cq__event_wait(struct cq__event *e);
+
+CQ_INLINE void cq__event_signal(struct cq__event *e)
+{
+    /* release: pairs with the acquire load in cq__event_wait */
+    if (cq__xchg(&e->state, CQ__EVENT_SIGNALLED, release) == CQ__EVENT_SLEEPING) {
+        cq__futex_wake(&e->state, 1);
+    }
+}
+
+#endif /* CQ_PARKER_INTERNAL_H */

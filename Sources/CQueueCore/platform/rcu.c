@@ -1,0 +1,79 @@
+/*
+ * Deferred reclamation and liburcu's side of fork() (see rcu_internal.h, fork.c).
+ */
+#include "platform/rcu_internal.h"
+
+#include "platform/fork_internal.h"
+
+char cq__rcu_tsan_sync;
+
+/* In a forked child, liburcu's call_rcu side is restarted on first use (see below). */
+static _Atomic bool child_restart_pending;
+static pthread_mutex_t child_restart_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static CQ_NOINLINE void child_restart(void)
+{
+    pthread_mutex_lock(&child_restart_lock);
+    if (cq__load(&child_restart_pending, relaxed)) {
+        urcu_bp_call_rcu_after_fork_child();
+        /* release: the restarted call_rcu state is visible to whoever sees the flag clear; pairs
+         * with the acquire load of child_restart_pending in cq__rcu_defer */
+        cq__store(&child_restart_pending, false, release);
+    }
+    pthread_mutex_unlock(&child_restart_lock);
+}
+
+void cq__rcu_defer(struct rcu_head *head, void (*fn)(struct rcu_head *))
+{
+    /* liburcu's callback thread starts with the first call: from then on a fork must pause
+     * it (and the child must start a new one). */
+    cq__fork_handlers_install();
+    /* acquire: pairs with the release in child_restart */
+    if (cq__unlikely(cq__load(&child_restart_pending, acquire))) {
+        child_restart();
+    }
+    cq__tsan_release(head);
+    urcu_bp_call_rcu(head, fn);
+}
+
+void cq__rcu_call_rcu_fork_prepare(void)
+{
+    urcu_bp_call_rcu_before_fork();
+}
+
+void cq__rcu_call_rcu_fork_parent(void)
+{
+    urcu_bp_call_rcu_after_fork_parent();
+}
+
+/* liburcu restarts its call_rcu thread in the child at once; most children exec (or exit)
+ * right away, and a thread each would be wasted (and ThreadSanitizer kills a child that starts
+ * one). So the restart waits for the child's first deferred free: until then only the thread
+ * that forked runs, and nothing else in the runtime uses call_rcu. Its lock, taken in prepare,
+ * stays held by this (the only) thread until then. */
+void cq__rcu_call_rcu_fork_child(void)
+{
+    cq__store(&child_restart_pending, true, relaxed);
+}
+
+/* liburcu's grace-period and registry locks; in the child it drops the parent's other threads
+ * from its registry (one of them may have been inside a read-side section). */
+void cq__rcu_fork_prepare(void)
+{
+    urcu_bp_before_fork();
+}
+
+void cq__rcu_fork_parent(void)
+{
+    urcu_bp_after_fork_parent();
+}
+
+void cq__rcu_fork_child(void)
+{
+    urcu_bp_after_fork_child();
+}
+
+CQ__FORK_REGISTER(rcu_call_rcu, CQ__FORK_RANK_RCU_CALL_RCU, cq__rcu_call_rcu_fork_prepare,
+                  cq__rcu_call_rcu_fork_parent, cq__rcu_call_rcu_fork_child)
+CQ__FORK_REGISTER(rcu, CQ__FORK_RANK_RCU, cq__rcu_fork_prepare, cq__rcu_fork_parent,
+                  cq__rcu_fork_child)

@@ -1,0 +1,51 @@
+/*
+ * The runtime's use of liburcu, behind small wrappers. The flavour is "bulletproof" (urcu-bp):
+ * readers need no registration (a thread registers itself on its first read-side section and
+ * is unregistered when it exits), and it is the one flavour that survives fork(): in the child
+ * it forgets the parent's other threads (fork.c calls its fork hooks). Its read side costs the
+ * same as the membarrier flavour's: a thread-local counter update and a compiler barrier, the
+ * grace periods pay with membarrier(2).
+ *
+ * The wrappers also tell ThreadSanitizer about the grace period it cannot see in the
+ * uninstrumented library: readers release a sync object when they leave the read side;
+ * reclaimers acquire it before freeing.
+ *
+ * Used for: queue-specific arrays (lock-free lookups), queue memory (set_target walks a chain
+ * that another thread may be retargeting), and sources' target queues.
+ */
+#ifndef CQ_RCU_INTERNAL_H
+#define CQ_RCU_INTERNAL_H
+
+#include <urcu/urcu-bp.h>
+
+#include "platform/atomic_internal.h"
+#include "platform/fork_internal.h"
+
+extern char cq__rcu_tsan_sync;
+
+CQ_INLINE void cq__rcu_read_lock(void)
+{
+    urcu_bp_read_lock();
+}
+
+CQ_INLINE void cq__rcu_read_unlock(void)
+{
+    cq__tsan_release(&cq__rcu_tsan_sync);
+    urcu_bp_read_unlock();
+}
+
+/* Frees `head`'s object after a grace period. */
+CQ_INTERNAL void cq__rcu_defer(struct rcu_head *head, void (*fn)(struct rcu_head *));
+
+/* First thing in a call_rcu callback. */
+CQ_INLINE void cq__rcu_reclaim_begin(struct rcu_head *head)
+{
+    cq__tsan_acquire(head);
+    cq__tsan_acquire(&cq__rcu_tsan_sync);
+}
+
+/* fork(): rcu.c registers these (platform/fork_internal.h). */
+CQ__FORK_HOOKS(rcu)
+CQ__FORK_HOOKS(rcu_call_rcu)
+
+#endif /* CQ_RCU_INTERNAL_H */

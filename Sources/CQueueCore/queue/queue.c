@@ -1,0 +1,642 @@
+/*
+ * Dispatch queues: creation, submission, the state machine (push, width, unlock), suspension,
+ * retargeting, end of life, and the run functions of queue and redirect items (see
+ * scheduler/item.c). The drains live in queue_drain.c, synchronous calls in queue_sync.c, the main
+ * queue in queue_main.c, queue-specific keys in queue_specific.c. See queue_internal.h for the
+ * state word.
+ */
+#include "queue/queue_internal.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "platform/diag_internal.h"
+#include "platform/parker_internal.h"
+#include "platform/rcu_internal.h"
+#include "queue/sync_internal.h"
+#include "scheduler/pool_internal.h"
+#include "scheduler/task_internal.h"
+
+struct cq_queue_attr_s {
+    int concurrent;
+};
+
+const struct cq_queue_attr_s cq_queue_attr_concurrent_s = {1};
+
+cq_queue_attr_t cq_queue_attr_concurrent(void)
+{
+    return &cq_queue_attr_concurrent_s;
+}
+
+static void queue_xref_dispose(struct cq__object *o);
+static void queue_dispose(struct cq__object *o);
+static void queue_suspend(struct cq__object *o);
+static void queue_resume(struct cq__object *o);
+static const char *queue_label(const struct cq__object *o);
+
+const struct cq__class cq__queue_class = {
+    .kind = CQ__KIND_QUEUE,
+    .name = "queue",
+    .xref_dispose = queue_xref_dispose,
+    .dispose = queue_dispose,
+    .suspend = queue_suspend,
+    .resume = queue_resume,
+    .label = queue_label,
+};
+
+#define STATIC_QUEUE(k, p, l)                                                                      \
+    {                                                                                              \
+        .obj = {.cls = &cq__queue_class, .xref = CQ__IMMORTAL, .ref = CQ__IMMORTAL},               \
+        .item = {.kind = CQ__ITEM_QUEUE}, .kind = (k), .prio = (p), .label = (char *)(l),          \
+    }
+
+struct cq_queue_s cq__root_queues[4] = {
+    STATIC_QUEUE(CQ__QUEUE_ROOT, 0, "cq.global.high"),
+    STATIC_QUEUE(CQ__QUEUE_ROOT, 1, "cq.global.default"),
+    STATIC_QUEUE(CQ__QUEUE_ROOT, 2, "cq.global.low"),
+    STATIC_QUEUE(CQ__QUEUE_ROOT, 3, "cq.global.background"),
+};
+
+struct cq_queue_s cq__main_queue = STATIC_QUEUE(CQ__QUEUE_MAIN, 1, "cq.main-thread");
+
+/* ---------------------------------------------------------------------------------------- */
+/* Creation and lookup                                                                      */
+
+cq_queue_t cq_queue_create(const char *label, cq_queue_attr_t attr)
+{
+    if (attr != CQ_QUEUE_SERIAL && attr != CQ_QUEUE_CONCURRENT) {
+        errno = EINVAL;
+        return NULL;
+    }
+    size_t size = (sizeof(struct cq_queue_s) + CQ_CACHELINE - 1) & ~(size_t)(CQ_CACHELINE - 1);
+    struct cq_queue_s *q = aligned_alloc(CQ_CACHELINE, size);
+    char *copy = strdup(label ? label : "");
+    if (q == NULL || copy == NULL) {
+        free(q);
+        free(copy);
+        errno = ENOMEM;
+        return NULL;
+    }
+    memset(q, 0, sizeof *q);
+    cq__object_init(&q->obj, &cq__queue_class);
+    cq__item_init(&q->item, CQ__ITEM_QUEUE, 0);
+    q->kind = attr ? CQ__QUEUE_CONCURRENT : CQ__QUEUE_SERIAL;
+    q->label = copy;
+    atomic_init(&q->target, &cq__root_queues[CQ__PRIO_DEFAULT]);
+    atomic_init(&q->specifics, NULL);
+    atomic_init(&q->tail, NULL);
+    atomic_init(&q->head, NULL);
+    atomic_init(&q->state, 0);
+    q->fork_gen = cq__fork_gen;
+    return q;
+}
+
+cq_queue_t cq_queue_create_inactive(const char *label, cq_queue_attr_t attr)
+{
+    cq_queue_t q = cq_queue_create(label, attr);
+    if (q) {
+        cq_suspend(q);
+        cq__store(&q->obj.inactive, 1, relaxed); /* published with q by the caller */
+    }
+    return q;
+}
+
+void cq__queue_check_slow(cq_queue_t q, const char *call)
+{
+    if (q == NULL || q->obj.cls != &cq__queue_class) {
+        cq__object_check(q, CQ__KIND_QUEUE, call); /* aborts */
+    }
+    /* Inherited from the parent: usable if it and its target chain were idle at the fork (only
+     * the child's thread exists, and it is here, so nothing changes under us). A queue with
+     * work queued, running or pending on its target was busy with the parent's threads, which
+     * the child does not have. A suspended queue keeps what it holds: resuming it in the child
+     * runs it there. */
+    for (struct cq_queue_s *l = q; l && l->kind != CQ__QUEUE_ROOT && l->kind != CQ__QUEUE_MAIN;
+         l = cq__queue_target(l)) {
+        uint64_t s = cq__load(&l->state, relaxed);
+        bool suspended = (s & CQ__QS_SUSPEND_MASK) != 0;
+        uint64_t busy = CQ__QS_LOCK | CQ__QS_ENQUEUED | CQ__QS_BARRIER_WAIT | CQ__QS_WIDTH_MASK |
+                        (suspended ? 0 : CQ__QS_DIRTY);
+        if ((s & busy) || (!suspended && !cq__queue_list_empty(l))) {
+            cq__crash("%s: %s was busy when the process forked; its work belongs to the parent's "
+                      "threads, so it cannot be used in the child (create queues in the child)",
+                      call, CQ_DESCRIBE(l));
+        }
+    }
+    for (struct cq_queue_s *l = q; l && l->kind != CQ__QUEUE_ROOT && l->kind != CQ__QUEUE_MAIN;
+         l = cq__queue_target(l)) {
+        l->fork_gen = cq__fork_gen;
+    }
+}
+
+void cq__queue_fork_child(void)
+{
+    for (unsigned i = 0; i < 4; i++) {
+        cq__root_queues[i].fork_gen = cq__fork_gen;
+    }
+    cq__main_queue.fork_gen = cq__fork_gen;
+    if (!cq__is_main_thread()) {
+        /* The main queue belonged to the parent's main thread, which the child does not have:
+         * it starts over, empty (its pending work stays the parent's). */
+        cq__store(&cq__main_queue.state, 0, relaxed);
+        cq__store(&cq__main_queue.tail, NULL, relaxed);
+        cq__store(&cq__main_queue.head, NULL, relaxed);
+        cq__main_fork_child();
+    }
+}
+
+cq_queue_t cq_get_global_queue(intptr_t priority, uintptr_t flags)
+{
+    if (flags != 0) {
+        errno = EINVAL;
+        return NULL;
+    }
+    unsigned idx;
+    if (priority >= 1) {
+        idx = 0;
+    } else if (priority >= -1) {
+        idx = 1;
+    } else if (priority > -16384) {
+        idx = 2;
+    } else {
+        idx = 3;
+    }
+    return &cq__root_queues[idx];
+}
+
+cq_queue_t cq_get_main_queue(void)
+{
+    return &cq__main_queue;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Pushing                                                                                  */
+
+/* Hands an item that now holds one unit of q's width to q's target. */
+void cq__queue_redirect(struct cq_queue_s *q, struct cq__item *it, unsigned flags)
+{
+    if (cq__unlikely(it->owner != NULL)) {
+        /* Already holds another concurrent queue's width (concurrent targeting concurrent):
+         * wrap it so each level releases its own. */
+        struct cq__task *w = cq__task_alloc();
+        cq__item_init(&w->item, CQ__ITEM_REDIRECT, 0);
+        w->context = it;
+        it = &w->item;
+    }
+    it->owner = q;
+    cq__queue_push(cq__queue_target(q), it, flags);
+}
+
+bool cq__queue_try_acquire_width(struct cq_queue_s *q)
+{
+    /* Nothing may be queued (a barrier, or anything behind one): see cq__queue_try_lock. */
+    if (!cq__mpsc_empty(&q->tail)) {
+        return false;
+    }
+    uint64_t s = cq__load(&q->state, relaxed);
+    for (;;) {
+        if (s & (CQ__QS_LOCK | CQ__QS_ENQUEUED | CQ__QS_DIRTY | CQ__QS_BARRIER_WAIT |
+                 CQ__QS_SUSPEND_MASK)) {
+            return false;
+        }
+        if (CQ__QS_WIDTH(s) >= CQ__QS_WIDTH_MAX) {
+            return false;
+        }
+        /* acquire: pairs with the release of the last barrier's unlock */
+        if (cq__cas_weak(&q->state, &s, s + CQ__QS_WIDTH_ONE, acquire)) {
+            if (CQ__QS_WIDTH(s) == 0) {
+                cq__ref_retain(&q->obj); /* the reference WIDTH > 0 holds */
+            }
+            return true;
+        }
+    }
+}
+
+void cq__queue_release_width(struct cq_queue_s *q)
+{
+    uint64_t s = cq__load(&q->state, relaxed), n;
+    bool enqueue, drop_barrier_ref;
+    for (;;) {
+        n = s - CQ__QS_WIDTH_ONE;
+        enqueue = drop_barrier_ref = false;
+        if (CQ__QS_WIDTH(n) == 0 && (n & CQ__QS_BARRIER_WAIT)) {
+            /* the drainer is waiting for us: the barrier may run now */
+            n &= ~CQ__QS_BARRIER_WAIT;
+            if (n & CQ__QS_SUSPEND_MASK) {
+                n |= CQ__QS_DIRTY;
+                drop_barrier_ref = true;
+            } else {
+                n |= CQ__QS_ENQUEUED; /* BARRIER_WAIT's reference moves to ENQUEUED */
+                enqueue = true;
+            }
+        }
+        /* release: the task's effects happen-before the barrier (acquire at drain start); pairs
+         * with the barrier's acquire load in concurrent_drain (queue_drain.c) */
+        if (cq__cas_weak(&q->state, &s, n, acq_rel)) {
+            break;
+        }
+    }
+    if (enqueue) {
+        cq__queue_enqueue_on_target(q, CQ__PUSH_TAIL);
+    }
+    if (drop_barrier_ref) {
+        cq__ref_release(&q->obj);
+    }
+    if (CQ__QS_WIDTH(n) == 0) {
+        cq__ref_release(&q->obj); /* last use of q: may free it */
+    }
+}
+
+void cq__queue_enqueue_on_target(struct cq_queue_s *q, unsigned flags)
+{
+    if (q->kind == CQ__QUEUE_MAIN) {
+        cq__main_wakeup();
+    } else {
+        cq__queue_push(cq__queue_target(q), &q->item, flags);
+    }
+}
+
+void cq__queue_wakeup(struct cq_queue_s *q, unsigned flags)
+{
+    uint64_t s = cq__load(&q->state, relaxed), n;
+    for (;;) {
+        if (s & CQ__QS_LOCK) {
+            if (s & CQ__QS_DIRTY) {
+                return; /* the holder will look again anyway */
+            }
+            n = s | CQ__QS_DIRTY;
+        } else if (s & (CQ__QS_ENQUEUED | CQ__QS_BARRIER_WAIT)) {
+            return; /* a drain is already due and will find the item */
+        } else if (s & CQ__QS_SUSPEND_MASK) {
+            if (s & CQ__QS_DIRTY) {
+                return;
+            }
+            n = s | CQ__QS_DIRTY;
+        } else {
+            n = s | CQ__QS_ENQUEUED;
+        }
+        /* release: our list link happens-before the holder's acquire of this word; pairs with the
+         * drain start's acquire CAS (cq__queue_drain) and the LOCK holder's acquire */
+        if (cq__cas_weak(&q->state, &s, n, acq_rel)) {
+            break;
+        }
+    }
+    if (n & CQ__QS_ENQUEUED) {
+        cq__ref_retain(&q->obj); /* the reference ENQUEUED holds */
+        cq__queue_enqueue_on_target(q, flags | CQ__PUSH_WAKEUP);
+    }
+}
+
+void cq__queue_push(struct cq_queue_s *q, struct cq__item *it, unsigned flags)
+{
+    switch (q->kind) {
+    case CQ__QUEUE_ROOT:
+        cq__pool_push(it, q->prio, flags);
+        return;
+    case CQ__QUEUE_CONCURRENT:
+        if (!(it->flags & CQ__ITEM_BARRIER) && it->kind != CQ__ITEM_SYNC_WAITER &&
+            cq__queue_try_acquire_width(q)) {
+            cq__queue_redirect(q, it, flags);
+            return;
+        }
+        break;
+    default:
+        break;
+    }
+    if (cq__mpsc_push(&q->tail, &q->head, it, it)) {
+        cq__queue_wakeup(q, flags);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Unlocking (the drains are in queue_drain.c)                                              */
+
+void cq__queue_unlock(struct cq_queue_s *q, bool drain_ref)
+{
+    uint64_t s = cq__load(&q->state, relaxed), n;
+    for (;;) {
+        bool items = (s & CQ__QS_DIRTY) || !cq__queue_list_empty(q);
+        n = s & ~(CQ__QS_LOCK | CQ__QS_DIRTY);
+        if (items) {
+            n |= (s & CQ__QS_SUSPEND_MASK) ? CQ__QS_DIRTY : CQ__QS_ENQUEUED;
+        }
+        /* release: everything done under the lock happens-before the next owner's acquire; pairs
+         * with the next owner's acquire: drain start, cq_sync_f's CAS, a barrier */
+        if (cq__cas_weak(&q->state, &s, n, acq_rel)) {
+            break;
+        }
+    }
+    if (n & CQ__QS_ENQUEUED) {
+        if (!drain_ref) {
+            cq__ref_retain(&q->obj);
+        }
+        cq__queue_enqueue_on_target(q, CQ__PUSH_TAIL);
+    } else if (drain_ref) {
+        cq__ref_release(&q->obj);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Submission                                                                               */
+
+static inline void async_impl(cq_queue_t q, void *ctx, cq_function_t fn, unsigned flags,
+                              const char *call)
+{
+    cq__queue_check(q, call);
+    if (cq__unlikely(fn == NULL)) {
+        cq__crash("%s: NULL function submitted to %s", call, CQ_DESCRIBE(q));
+    }
+    struct cq__task *t = cq__task_alloc();
+    cq__item_init(&t->item, CQ__ITEM_TASK, flags);
+    t->function = fn;
+    t->context = ctx;
+    t->group = NULL;
+    cq__queue_push(q, &t->item, CQ__PUSH_TAIL);
+}
+
+void cq_async_f(cq_queue_t q, void *ctx, cq_function_t fn)
+{
+    async_impl(q, ctx, fn, 0, "cq_async_f");
+}
+
+void cq_barrier_async_f(cq_queue_t q, void *ctx, cq_function_t fn)
+{
+    async_impl(q, ctx, fn, CQ__ITEM_BARRIER, "cq_barrier_async_f");
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Suspension                                                                               */
+
+static void queue_suspend(struct cq__object *o)
+{
+    struct cq_queue_s *q = cq__queue_check((struct cq_queue_s *)o, "cq_suspend");
+    if (cq__object_is_immortal(o)) {
+        return;
+    }
+    uint64_t s = cq__add(&q->state, CQ__QS_SUSPEND_ONE, relaxed);
+    if (cq__unlikely((s & CQ__QS_SUSPEND_MASK) == CQ__QS_SUSPEND_MASK)) {
+        cq__crash("cq_suspend: suspend count of %s overflowed", CQ_DESCRIBE(q));
+    }
+}
+
+static void queue_resume(struct cq__object *o)
+{
+    struct cq_queue_s *q = cq__queue_check((struct cq_queue_s *)o, "cq_resume");
+    if (cq__object_is_immortal(o)) {
+        return;
+    }
+    uint64_t s = cq__load(&q->state, relaxed), n;
+    for (;;) {
+        if (cq__unlikely(!(s & CQ__QS_SUSPEND_MASK))) {
+            cq__crash("cq_resume: %s is not suspended (resumed more often than suspended)",
+                      CQ_DESCRIBE(q));
+        }
+        n = s - CQ__QS_SUSPEND_ONE;
+        if (!(n & CQ__QS_SUSPEND_MASK) && (n & CQ__QS_DIRTY) &&
+            !(n & (CQ__QS_LOCK | CQ__QS_ENQUEUED | CQ__QS_BARRIER_WAIT))) {
+            n = (n & ~CQ__QS_DIRTY) | CQ__QS_ENQUEUED;
+        }
+        /* pairs with the drain start's acquire CAS when the resume enqueues the queue, and with
+         * other suspend/resume CASes */
+        if (cq__cas_weak(&q->state, &s, n, acq_rel)) {
+            break;
+        }
+    }
+    if ((n & CQ__QS_ENQUEUED) && !(s & CQ__QS_ENQUEUED)) {
+        cq__ref_retain(&q->obj);
+        cq__queue_enqueue_on_target(q, CQ__PUSH_TAIL);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Retargeting                                                                              */
+
+struct retarget {
+    struct cq_queue_s *q;
+    struct cq_queue_s *target;
+};
+
+static void apply_retarget(struct cq_queue_s *q, struct cq_queue_s *target)
+{
+    struct cq_queue_s *old =
+        cq__load(&q->target, relaxed); /* we hold LOCK: nobody else writes; pairs with the acquire
+                                          load in cq__queue_target (queue_internal.h) */
+    cq__store(&q->target, target, release);
+    cq__ref_release(&old->obj);
+}
+
+static void retarget_barrier(void *ctx)
+{
+    struct retarget *r = ctx;
+    apply_retarget(r->q, r->target);
+    r->q->retargeted = true; /* the drain running us yields: later tasks use the new target */
+    free(r);
+}
+
+void cq_set_target_queue(void *object, cq_queue_t target)
+{
+    struct cq__object *o = cq__object_check(object, 0, "cq_set_target_queue");
+    if (o->cls->set_target) { /* a source (see struct cq__class) */
+        o->cls->set_target(o, target ? cq__queue_check(target, "cq_set_target_queue")
+                                     : &cq__root_queues[CQ__PRIO_DEFAULT]);
+        return;
+    }
+    struct cq_queue_s *q = cq__queue_check(object, "cq_set_target_queue");
+    if (cq__object_is_immortal(&q->obj)) {
+        cq__crash("cq_set_target_queue: cannot change the target of %s", CQ_DESCRIBE(q));
+    }
+    target = target ? cq__queue_check(target, "cq_set_target_queue")
+                    : &cq__root_queues[CQ__PRIO_DEFAULT];
+    /* The chain above `target` may be retargeted meanwhile: walk it under RCU (queues are
+     * freed after a grace period), so a stale link is never a freed one. */
+    cq__rcu_read_lock();
+    for (struct cq_queue_s *x = target; x; x = cq__queue_target(x)) {
+        if (x == q) {
+            cq__rcu_read_unlock();
+            cq__crash("cq_set_target_queue: targeting %s at %s would create a cycle",
+                      CQ_DESCRIBE(q), CQ_DESCRIBE(target));
+        }
+    }
+    cq__rcu_read_unlock();
+    cq__ref_retain(&target->obj);
+    if (cq__queue_try_lock(q)) {
+        apply_retarget(q, target);
+        cq__queue_unlock(q, false);
+        return;
+    }
+    struct retarget *r = malloc(sizeof *r);
+    if (r == NULL) {
+        cq__crash("cq_set_target_queue: out of memory");
+    }
+    r->q = q;
+    r->target = target;
+    cq_barrier_async_f(q, r, retarget_barrier);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* End of life                                                                              */
+
+static void queue_xref_dispose(struct cq__object *o)
+{
+    struct cq_queue_s *q = (struct cq_queue_s *)o;
+    if (cq__unlikely(cq__load(&q->state, relaxed) & CQ__QS_SUSPEND_MASK)) {
+        cq__crash("cq_release: last reference to %s released while it is suspended "
+                  "(resume it first: its tasks could never run)",
+                  CQ_DESCRIBE(q));
+    }
+}
+
+static void queue_free_rcu(struct rcu_head *head)
+{
+    cq__rcu_reclaim_begin(head);
+    struct cq_queue_s *q = (struct cq_queue_s *)((char *)head - offsetof(struct cq_queue_s, rcu));
+    free(q->label);
+    free(q);
+}
+
+static void queue_free(struct cq_queue_s *q)
+{
+    struct cq_queue_s *target = cq__load(&q->target, relaxed);
+    cq__queue_specifics_dispose(q);
+    q->obj.cls = NULL; /* later misuse of the pointer is reported, while the memory lasts */
+    /* The memory goes after an RCU grace period: a set_target elsewhere may be walking a
+     * chain that still ran through this queue. */
+    cq__rcu_defer(&q->rcu, queue_free_rcu);
+    cq__ref_release(&target->obj);
+}
+
+static void finalize_queue(void *ctx)
+{
+    struct cq_queue_s *q = ctx;
+    q->obj.finalizer(q->obj.context);
+    queue_free(q);
+}
+
+static void queue_dispose(struct cq__object *o)
+{
+    struct cq_queue_s *q = (struct cq_queue_s *)o;
+    if (q->obj.finalizer && q->obj.context) { /* as libdispatch: no context, no finalizer */
+        cq_async_f(cq__load(&q->target, relaxed), q, finalize_queue);
+    } else {
+        queue_free(q);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Introspection                                                                            */
+
+bool cq__queue_is_current(struct cq_queue_s *q)
+{
+    for (struct cq__frame *f = cq__tls.frame; f; f = f->prev) {
+        for (struct cq_queue_s *x = f->queue; x; x = cq__queue_target(x)) {
+            if (x == q) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+bool cq_queue_is_current(cq_queue_t q)
+{
+    return cq__queue_is_current(cq__queue_check(q, "cq_queue_is_current"));
+}
+
+void cq_assert_queue(cq_queue_t q)
+{
+    if (!cq__queue_is_current(cq__queue_check(q, "cq_assert_queue"))) {
+        struct cq__frame *f = cq__tls.frame;
+        cq__crash("cq_assert_queue: expected to run on %s, but running on %s", CQ_DESCRIBE(q),
+                  f ? CQ_DESCRIBE(f->queue) : "no queue");
+    }
+}
+
+void cq_assert_queue_not(cq_queue_t q)
+{
+    if (cq__queue_is_current(cq__queue_check(q, "cq_assert_queue_not"))) {
+        cq__crash("cq_assert_queue_not: running on %s", CQ_DESCRIBE(q));
+    }
+}
+
+/* Whether a frame of the calling thread holds `q` exclusively (a serial task, a barrier, an
+ * exclusive sync). The frames are the calling thread's own: no ordering needed. */
+static bool queue_is_current_barrier(struct cq_queue_s *q)
+{
+    for (struct cq__frame *f = cq__tls.frame; f; f = f->prev) {
+        if (f->queue == q && f->exclusive) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool cq_queue_is_current_barrier(cq_queue_t q)
+{
+    return queue_is_current_barrier(cq__queue_check(q, "cq_queue_is_current_barrier"));
+}
+
+void cq_assert_queue_barrier(cq_queue_t q)
+{
+    if (queue_is_current_barrier(cq__queue_check(q, "cq_assert_queue_barrier"))) {
+        return;
+    }
+    struct cq__frame *f = cq__tls.frame;
+    cq__crash("cq_assert_queue_barrier: expected to run on %s exclusively, but running on %s%s",
+              CQ_DESCRIBE(q), f ? CQ_DESCRIBE(f->queue) : "no queue",
+              cq__queue_is_current(q) ? " (alongside other tasks of it)" : "");
+}
+
+bool cq_thread_is_main(void)
+{
+    return cq__is_main_thread();
+}
+
+cq_queue_t cq_get_current_queue(void)
+{
+    struct cq__frame *f = cq__tls.frame;
+    return f ? f->queue : NULL;
+}
+
+const char *cq_queue_get_label(cq_queue_t q)
+{
+    if (q == NULL) {
+        struct cq__frame *f = cq__tls.frame;
+        return f ? f->queue->label : "";
+    }
+    return cq__queue_check(q, "cq_queue_get_label")->label;
+}
+
+static const char *queue_label(const struct cq__object *o)
+{
+    return ((const struct cq_queue_s *)o)->label;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Items that hold a concurrent queue's width                                               */
+
+/* The wrapper cq__queue_redirect makes for an item that already holds another queue's width. */
+static void redirect_run(struct cq__item *it)
+{
+    struct cq__task *t = (struct cq__task *)it;
+    struct cq__item *inner = t->context;
+    cq__task_free(t);
+    cq__item_invoke(inner);
+}
+CQ__ITEM_KIND_REGISTER(CQ__ITEM_REDIRECT, redirect_run)
+
+/* A queue's embedded item: drain it (queue_drain.c). Registered here, with the code that pushes
+ * queue items, so a static link that has one has the other. */
+static void queue_item_run(struct cq__item *it)
+{
+    cq__queue_drain((struct cq_queue_s *)((char *)it - offsetof(struct cq_queue_s, item)));
+}
+CQ__ITEM_KIND_REGISTER(CQ__ITEM_QUEUE, queue_item_run)
+
+__attribute__((constructor)) static void queue_register_owner_done(void)
+{
+    cq__item_owner_done_register(cq__queue_release_width);
+}
+
+CQ__FORK_REGISTER(queue, CQ__FORK_RANK_QUEUE, NULL, NULL, cq__queue_fork_child)

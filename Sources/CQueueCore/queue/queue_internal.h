@@ -1,0 +1,182 @@
+/*
+ * Dispatch queues: the list, the 64-bit state word, and how a queue gets onto its target.
+ *
+ * State word (all transitions are CAS loops or single RMWs on `state`):
+ *   LOCK          drain ownership: held by the drainer, an uncontended sync / barrier sync, or a
+ *                 sync waiter the drainer handed the queue to. Exclusive.
+ *   ENQUEUED      the queue sits on its target (or the main thread's run loop), a drain is due.
+ *   DIRTY         items may be in the list that nobody is responsible for yet: pushed while the
+ *                 queue was locked (the unlocker re-checks) or suspended (resume enqueues).
+ *   BARRIER_WAIT  concurrent only: the drainer found a barrier while tasks were in flight; the
+ *                 task that brings the width to zero enqueues the queue again.
+ *   WIDTH         concurrent only: tasks of this queue handed to the pool (bits 8-43).
+ *   SUSPEND       suspend count (bits 44-63).
+ * Invariant: once a pusher's wake-up has completed, a non-empty list implies one of LOCK,
+ * ENQUEUED, DIRTY or BARRIER_WAIT.
+ *
+ * Internal references: the ENQUEUED state (and the LOCK that the drainer turns it into, and
+ * BARRIER_WAIT) holds one; WIDTH > 0 holds one. Each is taken on the transition into the
+ * state and dropped on the transition out, so the common paths touch no counter.
+ */
+#ifndef CQ_QUEUE_INTERNAL_H
+#define CQ_QUEUE_INTERNAL_H
+
+#include <cqueuecore/queue.h>
+#include <pthread.h>
+#include <urcu/urcu-bp.h>
+
+#include "platform/atomic_internal.h"
+#include "platform/fork_internal.h"
+#include "platform/object_internal.h"
+#include "scheduler/item_internal.h"
+#include "scheduler/thread_internal.h"
+
+#define CQ__QS_LOCK 0x1ull
+#define CQ__QS_ENQUEUED 0x2ull
+#define CQ__QS_DIRTY 0x4ull
+#define CQ__QS_BARRIER_WAIT 0x8ull
+#define CQ__QS_WIDTH_SHIFT 8
+#define CQ__QS_WIDTH_ONE (1ull << CQ__QS_WIDTH_SHIFT)
+#define CQ__QS_WIDTH_MASK (((1ull << 36) - 1) << CQ__QS_WIDTH_SHIFT)
+#define CQ__QS_WIDTH_MAX (1ull << 35) /* the fast path stops here; the field holds 2^36 - 1 */
+#define CQ__QS_SUSPEND_ONE (1ull << 44)
+#define CQ__QS_SUSPEND_MASK (0xfffffull << 44)
+
+#define CQ__QS_WIDTH(s) (((s)&CQ__QS_WIDTH_MASK) >> CQ__QS_WIDTH_SHIFT)
+
+/* Tasks a drain runs before it lets other queues have the worker. */
+#define CQ__DRAIN_BUDGET 128u
+
+enum cq__queue_kind {
+    CQ__QUEUE_SERIAL = 1,
+    CQ__QUEUE_CONCURRENT,
+    CQ__QUEUE_ROOT, /* a global queue: the pool at one priority */
+    CQ__QUEUE_MAIN,
+};
+
+struct cq__specifics;
+
+struct cq_queue_s {
+    struct cq__object obj;
+    struct cq__item item; /* how this queue waits on its target */
+    uint8_t kind;         /* enum cq__queue_kind, written once */
+    uint8_t prio;         /* root queues: pool priority index */
+    bool retargeted;      /* written by a retarget barrier, read by its drain */
+    uint32_t fork_gen;    /* cq__fork_gen it was created or adopted under */
+    char *label;          /* written once */
+    /* Changed only by a retarget barrier (holding LOCK). Read by whoever holds the queue (its
+     * LOCK, one unit of its width, or its ENQUEUED state), which makes the chain below a held
+     * queue stable; any other reader walks it under an RCU read lock. */
+    struct cq_queue_s *_Atomic target;
+    struct rcu_head rcu;                     /* deferred free (see queue_free) */
+    struct cq__specifics *_Atomic specifics; /* RCU-protected, see queue_specific.c */
+    /* producers */
+    struct cq__item *_Atomic tail CQ_CACHE_ALIGNED;
+    /* the drainer, and producers on empty->non-empty transitions */
+    _Atomic uint64_t state CQ_CACHE_ALIGNED;
+    struct cq__item *_Atomic head;
+};
+
+extern struct cq_queue_s cq__root_queues[4];
+extern struct cq_queue_s cq__main_queue;
+
+/* Not a queue (aborts), or a queue from before a fork() first used in the child (adopts it or
+ * aborts, see fork.c). */
+CQ_INTERNAL void cq__queue_check_slow(cq_queue_t q, const char *call);
+
+CQ_INLINE struct cq_queue_s *cq__queue_check(cq_queue_t q, const char *call)
+{
+    if (cq__unlikely(q == NULL || q->obj.cls != &cq__queue_class || q->fork_gen != cq__fork_gen)) {
+        cq__queue_check_slow(q, call);
+    }
+    return q;
+}
+
+/* acquire: pairs with the release store of a retarget; the target's fields are visible */
+CQ_INLINE struct cq_queue_s *cq__queue_target(struct cq_queue_s *q)
+{
+    return cq__load(&q->target, acquire);
+}
+
+CQ_INLINE bool cq__queue_is_exclusive(const struct cq_queue_s *q)
+{
+    return q->kind == CQ__QUEUE_SERIAL || q->kind == CQ__QUEUE_MAIN;
+}
+
+CQ_INLINE bool cq__queue_list_empty(struct cq_queue_s *q)
+{
+    return cq__load(&q->head, relaxed) == NULL && cq__load(&q->tail, relaxed) == NULL;
+}
+
+/* Pushes an item (task, queue, waiter) onto q; flags: CQ__PUSH_* (pool_internal.h). */
+CQ_INTERNAL void cq__queue_push(struct cq_queue_s *q, struct cq__item *it, unsigned flags);
+
+/* After a push found q's list empty: get q drained (set ENQUEUED and push it to its target),
+ * or leave a note (DIRTY) for whoever holds it. */
+CQ_INTERNAL void cq__queue_wakeup(struct cq_queue_s *q, unsigned flags);
+
+/* Puts q (ENQUEUED, holding its reference) on its target or the main run loop. */
+CQ_INTERNAL void cq__queue_enqueue_on_target(struct cq_queue_s *q, unsigned flags);
+
+/* Releases LOCK; re-enqueues q if items are waiting. `drain_ref`: the caller holds the
+ * reference of the ENQUEUED/LOCK state (a drainer, or a sync waiter it handed the queue to). */
+CQ_INTERNAL void cq__queue_unlock(struct cq_queue_s *q, bool drain_ref);
+
+/* Takes one unit of width on a concurrent queue if nothing is queued; false otherwise. */
+CQ_INTERNAL bool cq__queue_try_acquire_width(struct cq_queue_s *q);
+CQ_INTERNAL void cq__queue_release_width(struct cq_queue_s *q);
+
+/*
+ * Takes LOCK if the queue is completely idle (nothing queued, running or suspended). The list
+ * must be empty too, not only the state word: the first push onto an empty list announces it
+ * (wake-up) only after its exchange, and pushes behind it do not announce themselves at all, so
+ * the caller's own earlier async may sit in a list whose state word still reads idle.
+ */
+CQ_INLINE bool cq__queue_try_lock(struct cq_queue_s *q)
+{
+    uint64_t s = 0;
+    /* acquire: pairs with the release in cq__queue_unlock / width release of the last owner */
+    return cq__mpsc_empty(&q->tail) && cq__cas(&q->state, &s, CQ__QS_LOCK, acquire);
+}
+
+/*
+ * Releases a LOCK taken by cq__queue_try_lock when nothing happened meanwhile (one CAS);
+ * false if something did (DIRTY, a suspension): then call cq__queue_unlock. A push between
+ * its exchange and its wake-up sees the idle word afterwards and enqueues the queue itself.
+ */
+CQ_INLINE bool cq__queue_try_unlock(struct cq_queue_s *q)
+{
+    uint64_t s = CQ__QS_LOCK;
+    /* release: the function's effects happen-before the next owner's acquire; pairs with the next
+     * owner's acquire (drain start, cq_sync_f's CAS) */
+    return cq__cas(&q->state, &s, 0, release);
+}
+
+/* Drains q (called for a CQ__ITEM_QUEUE item by whoever popped it). */
+CQ_INTERNAL void cq__queue_drain(struct cq_queue_s *q);
+/* Hands an item that now holds one unit of q's width to q's target (queue.c; the concurrent
+ * drain uses it). */
+CQ_INTERNAL void cq__queue_redirect(struct cq_queue_s *q, struct cq__item *it, unsigned flags);
+
+/* cq_sync_f, with `call` naming the public call in misuse messages (cq_apply_f). */
+CQ_INTERNAL void cq__sync_named(cq_queue_t q, void *ctx, cq_function_t fn, const char *call);
+
+/* queue_main.c: the main thread's run loop. wakeup marks the main queue runnable;
+ * drain_pending drains it if it was (main thread only); wait sleeps until the next wakeup. */
+CQ_INTERNAL void cq__main_wakeup(void);
+CQ_INTERNAL bool cq__main_drain_pending(void);
+CQ_INTERNAL void cq__main_fork_child(void); /* the run loop starts over */
+CQ_INTERNAL void cq__main_wait(void);
+
+/* queue_specific.c */
+CQ_INTERNAL void cq__queue_specifics_dispose(struct cq_queue_s *q);
+
+/* Frames: is the calling thread running on q (or on a queue targeting it)? */
+CQ_INTERNAL bool cq__queue_is_current(struct cq_queue_s *q);
+
+/* fork(): queue_specific.c and queue.c register these (platform/fork_internal.h). */
+CQ__FORK_HOOKS(specific)
+/* The main queue starts over unless the forking thread was the main thread. */
+CQ_INTERNAL void cq__queue_fork_child(void);
+
+#endif /* CQ_QUEUE_INTERNAL_H */

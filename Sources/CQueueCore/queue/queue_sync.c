@@ -1,0 +1,233 @@
+/*
+ * cq_sync_f and cq_barrier_sync_f.
+ *
+ * A sync acquires every non-root queue along the target chain (the queue itself exclusively
+ * if it is serial or the call is a barrier; a concurrent queue with one unit of width), runs
+ * the function inline on the calling thread with a frame for each level, and releases them.
+ * Uncontended, each level costs one CAS to take and one to give back, with no allocation.
+ * A busy level is waited for with a waiter item in its list: the drainer hands the level over
+ * in FIFO order. A chain that reaches the main queue from another thread is the exception:
+ * only the main thread may run it, so the function is sent there and the caller waits for it
+ * (holding the levels above, which the main thread shows as current while it runs).
+ */
+#include <stdio.h>
+
+#include "platform/diag_internal.h"
+#include "platform/parker_internal.h"
+#include "queue/queue_internal.h"
+#include "queue/sync_internal.h"
+#include "scheduler/pool_internal.h"
+
+/* Aborts if acquiring q (exclusively or not) would wait for the calling thread itself. */
+static void check_deadlock(struct cq_queue_s *q, bool exclusive, struct cq_queue_s *requested,
+                           const char *call)
+{
+    for (struct cq__frame *f = cq__tls.frame; f; f = f->prev) {
+        if (f->queue == q && (f->exclusive || exclusive)) {
+            if (q == requested) {
+                cq__crash("%s: deadlock: %s is already being run by the calling thread "
+                          "(sync onto the current queue)",
+                          call, CQ_DESCRIBE(q));
+            }
+            char req[160];
+            cq__crash("%s: deadlock: %s targets %s, which the calling thread is already running",
+                      call, cq__describe(requested, req, sizeof req), CQ_DESCRIBE(q));
+        }
+    }
+}
+
+/* Waits on the main thread for a waiter in the main queue: drains the main queue meanwhile
+ * (nobody else can). */
+static void wait_on_main_thread(struct cq__sync_waiter *w)
+{
+    /* pairs with the release exchange in cq__event_signal */
+    while (cq__load(&w->event.state, acquire) != CQ__EVENT_SIGNALLED) {
+        if (!cq__main_drain_pending()) {
+            cq__main_wait();
+        }
+    }
+}
+
+/* Takes q for a sync; returns whether the caller now holds the drain's reference. */
+static bool sync_acquire(struct cq_queue_s *q, bool exclusive, bool barrier)
+{
+    if (exclusive ? cq__queue_try_lock(q) : cq__queue_try_acquire_width(q)) {
+        return false;
+    }
+    struct cq__sync_waiter w;
+    cq__item_init(&w.item, CQ__ITEM_SYNC_WAITER, barrier ? CQ__ITEM_BARRIER : 0);
+    cq__event_init(&w.event);
+    w.drain_ref = false;
+    if (cq__mpsc_push(&q->tail, &q->head, &w.item, &w.item)) {
+        cq__queue_wakeup(q, CQ__PUSH_TAIL);
+    }
+    if (q == &cq__main_queue && cq__is_main_thread()) {
+        wait_on_main_thread(&w);
+    } else {
+        cq__event_wait(&w.event);
+    }
+    return w.drain_ref;
+}
+
+static void sync_release(struct cq_queue_s *q, bool exclusive, bool drain_ref)
+{
+    if (exclusive) {
+        if (drain_ref || !cq__queue_try_unlock(q)) {
+            cq__queue_unlock(q, drain_ref);
+        }
+    } else {
+        cq__queue_release_width(q);
+    }
+}
+
+/*
+ * Sends the function to the main thread through q (the main queue, or a queue whose target is
+ * the main queue) and waits for it to have run. top..bottom: frames of the levels the caller
+ * holds, which the main thread shows while it runs the function.
+ */
+static void sync_on_main_thread(struct cq_queue_s *q, bool barrier, void *ctx, cq_function_t fn,
+                                struct cq__frame *top, struct cq__frame *bottom)
+{
+    struct cq__sync_waiter w;
+    cq__item_init(&w.item, CQ__ITEM_EXEC_WAITER, barrier ? CQ__ITEM_BARRIER : 0);
+    cq__event_init(&w.event);
+    w.function = fn;
+    w.context = ctx;
+    w.frames_top = top;
+    w.frames_bottom = bottom;
+    cq__queue_push(q, &w.item, CQ__PUSH_TAIL);
+    cq__event_wait(&w.event);
+}
+
+/*
+ * Acquires q, then recurses into its target; the innermost level links the frames (each
+ * level's frame on its own stack, the requested queue on top) and runs the function. Holding q
+ * keeps q's target fixed, so the chain is read one held level at a time. A chain that reaches
+ * the main queue from another thread ends there: the main thread runs the function.
+ */
+static void sync_level(struct cq_queue_s *q, bool barrier, void *ctx, cq_function_t fn,
+                       struct cq_queue_s *requested, const char *call, struct cq__frame *top,
+                       struct cq__frame *upper)
+{
+    bool exclusive = barrier || cq__queue_is_exclusive(q);
+    check_deadlock(q, exclusive, requested, call);
+    bool drain_ref = sync_acquire(q, exclusive, barrier);
+    struct cq__frame f = {.queue = q, .exclusive = exclusive, .prev = NULL};
+    if (upper) {
+        upper->prev = &f;
+    } else {
+        top = &f;
+    }
+    struct cq_queue_s *tq = cq__queue_target(q);
+    if (tq == NULL || tq->kind == CQ__QUEUE_ROOT) {
+        struct cq__frame *saved = cq__tls.frame;
+        f.prev = saved;
+        cq__tls.frame = top;
+        fn(ctx);
+        cq__tls.frame = saved;
+    } else if (tq == &cq__main_queue && !cq__is_main_thread()) {
+        sync_on_main_thread(tq, false, ctx, fn, top, &f);
+    } else {
+        sync_level(tq, false, ctx, fn, requested, call, top, &f);
+    }
+    sync_release(q, exclusive, drain_ref);
+}
+
+static CQ_NOINLINE void sync_impl(cq_queue_t q, void *ctx, cq_function_t fn, bool barrier,
+                                  const char *call)
+{
+    cq__queue_check(q, call);
+    if (cq__unlikely(fn == NULL)) {
+        cq__crash("%s: NULL function for %s", call, CQ_DESCRIBE(q));
+    }
+    if (q->kind == CQ__QUEUE_ROOT) {
+        struct cq__frame f;
+        cq__frame_push(&f, q, false);
+        fn(ctx);
+        cq__frame_pop(&f);
+        return;
+    }
+    if (cq__unlikely(q == &cq__main_queue) && !cq__is_main_thread()) {
+        sync_on_main_thread(q, barrier, ctx, fn, NULL, NULL);
+        return;
+    }
+    sync_level(q, barrier, ctx, fn, q, call, NULL, NULL);
+}
+
+void cq__sync_named(cq_queue_t q, void *ctx, cq_function_t fn, const char *call)
+{
+    sync_impl(q, ctx, fn, false, call);
+}
+
+/* cq_sync_f found q idle and took its LOCK, but q does not target a global queue: give the
+ * LOCK back and take the general way. */
+static CQ_NOINLINE void sync_not_on_root(cq_queue_t q, void *ctx, cq_function_t fn)
+{
+    if (!cq__queue_try_unlock(q)) {
+        cq__queue_unlock(q, false);
+    }
+    sync_impl(q, ctx, fn, false, "cq_sync_f");
+}
+
+static CQ_NOINLINE void sync_unlock_slow(cq_queue_t q)
+{
+    cq__queue_unlock(q, false);
+}
+
+/*
+ * cq_sync_f's fast path, holding q's LOCK. Its two CASes are most of the cost, and each waits
+ * for every store before it to drain, saved registers included: so cq_sync_f saves none (all
+ * else is tail calls), and this keeps nothing live across fn but the frame (q is read back
+ * from it, which the volatile access makes the compiler do rather than save q in a register).
+ */
+static CQ_NOINLINE void sync_locked(cq_queue_t q, void *ctx, cq_function_t fn)
+{
+    /* Holding q fixes its target: now it can be read. */
+    if (cq__unlikely(cq__queue_target(q)->kind != CQ__QUEUE_ROOT)) {
+        sync_not_on_root(q, ctx, fn);
+        return;
+    }
+    struct cq__frame f = {.queue = q, .exclusive = true, .prev = NULL};
+    cq__tls.frame = &f;
+    fn(ctx);
+    cq__tls.frame = NULL;
+    q = *(struct cq_queue_s *volatile *)&f.queue;
+    if (cq__unlikely(!cq__queue_try_unlock(q))) {
+        sync_unlock_slow(q);
+    }
+}
+
+void cq_sync_f(cq_queue_t q, void *ctx, cq_function_t fn)
+{
+    /* The common case in full: an idle serial queue on a global queue, from a thread that runs
+     * on no queue (so no deadlock is possible): one CAS in, the call, one CAS out. */
+    if (cq__likely(q != NULL && q->obj.cls == &cq__queue_class && fn != NULL &&
+                   q->kind == CQ__QUEUE_SERIAL && cq__tls.frame == NULL &&
+                   q->fork_gen == cq__fork_gen) &&
+        cq__queue_try_lock(q)) {
+        sync_locked(q, ctx, fn);
+        return;
+    }
+    sync_impl(q, ctx, fn, false, "cq_sync_f");
+}
+
+void cq_barrier_sync_f(cq_queue_t q, void *ctx, cq_function_t fn)
+{
+    sync_impl(q, ctx, fn, true, "cq_barrier_sync_f");
+}
+
+/* A cq_sync_f onto a main-thread-bound queue: the drainer runs the function on the waiter's
+ * behalf, inside the frames the waiting thread holds, then signals it. */
+static void exec_waiter_run(struct cq__item *it)
+{
+    struct cq__sync_waiter *w = (struct cq__sync_waiter *)it;
+    struct cq__frame *saved = cq__tls.frame;
+    if (w->frames_top) {
+        w->frames_bottom->prev = saved;
+        cq__tls.frame = w->frames_top;
+    }
+    w->function(w->context);
+    cq__tls.frame = saved;
+    cq__event_signal(&w->event);
+}
+CQ__ITEM_KIND_REGISTER(CQ__ITEM_EXEC_WAITER, exec_waiter_run)

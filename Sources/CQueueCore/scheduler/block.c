@@ -1,0 +1,98 @@
+/*
+ * Blocking waits: a pool thread about to sleep in a runtime wait hands its proc to a spare (or
+ * a new thread) when work is waiting, and takes an idle proc back when it wakes.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "scheduler/pool_internal.h"
+
+#include <pthread.h>
+
+#include "scheduler/thread_internal.h"
+
+#define IDLE_SEARCHING CQ__IDLE_SEARCHING
+#define IDLE_UNPARKED CQ__IDLE_UNPARKED
+#define IDLE_NPROCS CQ__IDLE_NPROCS
+#define IDLE_SEARCHING_ONE CQ__IDLE_SEARCHING_ONE
+#define IDLE_UNPARKED_ONE CQ__IDLE_UNPARKED_ONE
+#define IDLE_NPROCS_ONE CQ__IDLE_NPROCS_ONE
+#define pool cq__pool
+
+void cq__pool_block_begin(struct cq__block *blk)
+{
+    struct cq__thread *t = cq__tls.thread;
+    blk->active = t != NULL;
+    if (t == NULL) {
+        return;
+    }
+    cq__add(&pool.blocked, 1, relaxed);
+    struct cq__proc *p = t->proc;
+    if (p == NULL) {
+        return;
+    }
+    struct cq__band *b = &pool.band[p->band];
+    cq__store(&p->running, 0, relaxed);
+    t->proc = NULL;
+    cq__tls.proc = NULL;
+    bool work = cq__pool_proc_has_work(p) || cq__pool_band_work_waiting(p->band);
+    pthread_mutex_lock(&pool.lock);
+    if (work) {
+        struct cq__thread *spare = b->spares;
+        if (spare) {
+            b->spares = spare->next_spare;
+            b->nspares--;
+            spare->proc = p;
+            spare->wake_searching = false;
+            p->thread = spare;
+            pthread_mutex_unlock(&pool.lock);
+            cq__add(&pool.handoffs, 1, relaxed);
+            cq__pool_unpark_thread(spare);
+            return;
+        }
+        if (cq__pool_thread_slot_reserve_locked()) {
+            pthread_mutex_unlock(&pool.lock);
+            cq__add(&pool.handoffs, 1, relaxed);
+            cq__pool_spawn_thread(p, false);
+            return;
+        }
+        /* At the limit: keep the proc. Thieves can take its rings but not its LIFO slot
+         * (only a running owner's), so the item there moves to its ring, and an idle worker
+         * is told: no runnable item stays pinned to a thread that sleeps. */
+        pthread_mutex_unlock(&pool.lock);
+        t->proc = p;
+        cq__tls.proc = p;
+        struct cq__item *pinned = cq__pool_lifo_take(p);
+        if (pinned) {
+            cq__pool_ring_push(p, pinned);
+            cq__fence(seq_cst); /* store-load: the ring's tail before the idle word; pairs with the
+                                   parker's seq_cst idle-word update, fence and re-check
+                                   (cq__pool_park in park.c) */
+        }
+        cq__pool_note_limit_reached();
+        cq__pool_notify_prio(p->main_level);
+        return;
+    }
+    p->thread = NULL;
+    cq__pool_idle_push_free_locked(p);
+    pthread_mutex_unlock(&pool.lock);
+    /* pairs with the producers' seq_cst publish-then-idle-word-load (find.c, item_internal.h):
+     * store-load before the work re-check */
+    cq__fence(seq_cst);
+    if (cq__pool_band_work_waiting(p->band)) {
+        cq__pool_notify_prio(p->main_level);
+    }
+}
+
+void cq__pool_block_end(struct cq__block *blk)
+{
+    if (!blk->active) {
+        return;
+    }
+    cq__sub(&pool.blocked, 1, relaxed);
+    struct cq__thread *t = cq__tls.thread;
+    if (t->proc == NULL) {
+        cq__pool_acquire_proc(t,
+                              false); /* take an idle proc if there is one; otherwise run without */
+    }
+}

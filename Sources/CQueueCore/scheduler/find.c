@@ -1,0 +1,555 @@
+/*
+ * Pushing work and finding it: where a runnable item goes, and in which order a worker looks
+ * for the next one (see pool_internal.h for procs, bands and the idle protocol).
+ *
+ * Priority decides which work runs first, everywhere:
+ *   - every proc has one ring per priority; an item goes to the ring of its priority (its LIFO
+ *     slot holds only the proc's main level: default for normal procs, background for
+ *     background procs);
+ *   - high items anywhere raise `high_hint`; a normal or express worker looks at the hint
+ *     before every item and, while it is set, runs high work first: its own high ring, the
+ *     high inject queue, other procs' high rings;
+ *   - then its main level (LIFO slot, ring, inject queue), then, for a normal proc, low work
+ *     only after one look for default work elsewhere;
+ *   - thieves steal level by level, highest first;
+ *   - background work runs only on background procs, whose threads the kernel runs after
+ *     everything else (nice 19); high work that finds every normal proc busy wakes the express
+ *     proc, so it gets a CPU at once (the kernel shares the CPUs among the runnable threads).
+ */
+#include "scheduler/pool_internal.h"
+
+#include "platform/parker_internal.h"
+#include "platform/time_internal.h"
+#include "scheduler/thread_internal.h"
+
+#define P cq__pool
+
+/* ---------------------------------------------------------------------------------------- */
+/* Pushing work                                                                             */
+
+void cq__pool_ring_push(struct cq__proc *p, struct cq__item *it)
+{
+    unsigned prio = cq__load(&it->prio, relaxed);
+    struct cq__runq *rq = &p->rq[prio];
+    for (;;) {
+        switch (cq__runq_push(rq, it)) {
+        case CQ__RUNQ_PUSHED:
+            return;
+        case CQ__RUNQ_STEALING:
+            cq__inject_push(&P.inject[prio], prio, it);
+            return;
+        case CQ__RUNQ_FULL: {
+            struct cq__item *first, *last;
+            uint32_t n;
+            if (cq__runq_push_overflow(rq, it, &first, &last, &n)) {
+                for (struct cq__item *x = first, *next; n--; x = next) {
+                    next = cq__load(&x->next, relaxed); /* before x is published and run */
+                    cq__inject_push(&P.inject[prio], prio, x);
+                }
+                return;
+            }
+            break;
+        }
+        }
+    }
+}
+
+/* A high item was published (seq_cst): make sure the hint says so. The load is the second
+ * half of the Dekker pair with take_high's clear-then-look. */
+static inline void high_hint_raise(void)
+{
+    if (cq__load(&P.high_hint, seq_cst) == 0) {
+        /* pairs with take_high's seq_cst clear and re-check of high work (below) */
+        cq__store(&P.high_hint, 1, seq_cst);
+    }
+}
+
+void cq__pool_notify_prio(unsigned prio)
+{
+    if (cq__pool_notify_band(cq__band_of_prio(prio))) {
+        return;
+    }
+    if (prio == CQ__PRIO_HIGH && cq__pool_notify_band(CQ__BAND_EXPRESS)) {
+        cq__add(&P.express_wakeups, 1, relaxed);
+        return;
+    }
+    cq__monitor_kick();
+}
+
+void cq__pool_push(struct cq__item *it, unsigned prio, unsigned flags)
+{
+    cq__store(&it->prio, (uint8_t)prio, relaxed);
+    struct cq__proc *p = cq__tls.proc;
+    if (p && (p->levels & CQ__LEVEL(prio))) {
+        if ((flags & CQ__PUSH_WAKEUP) && (p->lifo_levels & CQ__LEVEL(prio))) {
+            /* seq_cst: publishes the item before the idle word is read; pairs with the parker's
+             * seq_cst idle-word update, fence and re-check (cq__pool_park in park.c); thieves take
+             * the slot with an acquire exchange (steal_lifo) */
+            struct cq__item *prev = cq__xchg(&p->lifo, it, seq_cst);
+            if (prev) {
+                cq__pool_ring_push(p, prev);
+                /* pairs with the parker's seq_cst idle-word update, fence and re-check
+                 * (cq__pool_park in park.c) */
+                cq__fence(seq_cst);
+            }
+        } else {
+            cq__pool_ring_push(p, it);
+            cq__fence(seq_cst); /* store-load: the ring's tail before the idle word; pairs with the
+                                   parker's seq_cst idle-word update, fence and re-check
+                                   (cq__pool_park in park.c) */
+        }
+    } else {
+        /* Outside the pool, or a proc whose band does not run this priority. Pairs with the
+         * release store of cq__pool_started in pool_init (pool.c) */
+        if (cq__unlikely(!cq__load(&cq__pool_started, acquire))) {
+            cq__pool_ensure_started();
+        }
+        cq__inject_push(&P.inject[prio], prio, it); /* seq_cst publish inside */
+    }
+    if (prio == CQ__PRIO_HIGH) {
+        high_hint_raise();
+    }
+    cq__pool_notify_prio(prio);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Local work                                                                               */
+
+struct cq__item *cq__pool_lifo_take(struct cq__proc *p)
+{
+    if (cq__load(&p->lifo, relaxed) == NULL) {
+        return NULL;
+    }
+    return cq__xchg(&p->lifo, NULL, acquire); /* acquire: pairs with the pusher's exchange */
+}
+
+bool cq__pool_proc_has_work(struct cq__proc *p)
+{
+    if (cq__load(&p->lifo, relaxed) != NULL) {
+        return true;
+    }
+    for (unsigned prio = 0; prio < CQ__PRIO_COUNT; prio++) {
+        if ((p->levels & CQ__LEVEL(prio)) && !cq__runq_is_empty(&p->rq[prio])) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static uint32_t backlog(struct cq__proc *p)
+{
+    uint32_t n = 0;
+    for (unsigned prio = 0; prio < CQ__PRIO_COUNT; prio++) {
+        if (p->levels & CQ__LEVEL(prio)) {
+            n += cq__runq_len(&p->rq[prio]);
+        }
+    }
+    return n;
+}
+
+static bool inject_work_for(unsigned levels)
+{
+    for (unsigned prio = 0; prio < CQ__PRIO_COUNT; prio++) {
+        if ((levels & CQ__LEVEL(prio)) && cq__inject_maybe_work(&P.inject[prio])) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * Inject batches. A batch moves items from the shared inject queue into our ring, where only
+ * we (or a thief that is searching) will run them. It pays off for tiny items only: one lock
+ * and a run of prefetched pointers for many of them. It costs fairness: while we run the
+ * batch, or while the kernel has preempted our thread (all the time when the machine has more
+ * runnable threads than CPUs, e.g. a client on the same cores), its items wait for us, and
+ * the other workers, never short of newer items from the inject queue, do not look for them.
+ * Readiness events of sockets all arrive that way (the reactor is outside the pool): an HTTP
+ * server on READ sources driven by wrk on the same 2 cores had p99 latencies of 1-8 ms at 16
+ * connections, where libdispatch, whose items all wait in one shared queue, had 0.4 ms.
+ * So a batch holds about CQ__INJECT_BATCH_NS of work: the time per item of our last batch
+ * sizes the next one. It starts at one item and halves or doubles from batch to batch, within
+ * [1, CQ__INJECT_BATCH_MAX] (halving, not dropping at once: a batch of tiny tasks during which
+ * our thread was preempted looks slow). Tiny tasks move 32 at a time after the first few
+ * batches; socket handlers (~15 us each) one at a time, so the inject queue stays the one
+ * shared queue that every worker serves in order (test_inject_order.c).
+ */
+#define CQ__INJECT_BATCH_NS 20000u
+#define CQ__INJECT_BATCH_MAX 32u
+
+static inline uint32_t batch_limit(struct cq__proc *p)
+{
+    return p->batch_max ? p->batch_max : 1; /* 0: nothing measured yet */
+}
+
+/*
+ * Work this worker leaves waiting — items a batch moved into its rings, or items still in the
+ * inject queues — must not sit unseen while it runs a long or blocking task and other workers
+ * sleep. A real backlog wakes an idle worker of its band at once (a burst fans out one worker
+ * at a time): 4 items in our rings, or items left in the inject queue when our batches are
+ * small (then each item is worth 5 us or more: the batch took what fits in
+ * CQ__INJECT_BATCH_NS). A small one does not: a wake-up costs far more than running a few
+ * short tasks here, so it only makes sure the monitor is watching, which wakes an idle worker
+ * if this one gets stuck in a long task.
+ */
+#define CQ__FANOUT_BACKLOG 4u
+
+void cq__pool_announce_backlog(struct cq__proc *p)
+{
+    uint32_t len = backlog(p);
+    bool more = inject_work_for(p->levels);
+    if (len >= CQ__FANOUT_BACKLOG || (more && batch_limit(p) < CQ__FANOUT_BACKLOG)) {
+        if (!cq__pool_notify_band(p->band)) {
+            cq__monitor_kick();
+        }
+    } else if (len > 0 || more) {
+        cq__monitor_kick();
+    }
+}
+
+/* Takes a batch of `prio` items from its inject queue: the first to run, the rest into our
+ * ring of that priority. */
+static struct cq__item *inject_take(struct cq__proc *p, unsigned prio)
+{
+    struct cq__runq *rq = &p->rq[prio];
+    uint32_t room = cq__runq_free(rq) / 2;
+    uint32_t max = batch_limit(p);
+    if (max > room) {
+        max = room > 0 ? room : 1;
+    }
+    return cq__inject_take(&P.inject[prio], rq, max);
+}
+
+/* Our queues ran dry: the batch being timed is done; its time per item sizes the next one. */
+static void batch_done(struct cq__proc *p, uint64_t now)
+{
+    uint64_t per_item = (now - p->batch_since) / p->batch_items;
+    uint64_t fit = per_item > 0 ? CQ__INJECT_BATCH_NS / per_item : CQ__INJECT_BATCH_MAX;
+    uint32_t max = batch_limit(p);
+    if (fit < max) {
+        max = fit > max / 2 ? (uint32_t)fit : max / 2;
+    } else {
+        max = fit < max * 2 ? (uint32_t)fit : max * 2;
+    }
+    p->batch_max = max < 1 ? 1 : max > CQ__INJECT_BATCH_MAX ? CQ__INJECT_BATCH_MAX : max;
+    p->batch_since = 0;
+}
+
+/* The inject queue of our main level, once our own queues are empty; the batch is timed. */
+static struct cq__item *inject_take_main(struct cq__proc *p, unsigned main)
+{
+    uint64_t now = 0;
+    if (p->batch_since != 0) {
+        now = cq__now_ns();
+        batch_done(p, now);
+    }
+    if (!cq__inject_maybe_work(&P.inject[main])) {
+        return NULL;
+    }
+    struct cq__item *it = inject_take(p, main);
+    if (it) {
+        p->batch_since = now ? now : cq__now_ns();
+        p->batch_items = 1 + cq__runq_len(&p->rq[main]);
+    }
+    return it;
+}
+
+static struct cq__item *inject_take_levels(struct cq__proc *p)
+{
+    for (unsigned prio = 0; prio < CQ__PRIO_COUNT; prio++) {
+        if (p->levels & CQ__LEVEL(prio)) {
+            struct cq__item *it = inject_take(p, prio);
+            if (it) {
+                return it;
+            }
+        }
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Stealing                                                                                 */
+
+static inline uint64_t rng_next(struct cq__proc *p)
+{
+    p->rng ^= p->rng << 13;
+    p->rng ^= p->rng >> 7;
+    p->rng ^= p->rng << 17;
+    return p->rng;
+}
+
+/* The LIFO slot of a victim that has been running the same item for at least this long. */
+#define LIFO_STEAL_AFTER_NS 20000u
+
+static struct cq__item *steal_lifo(struct cq__proc *p, struct cq__proc *v)
+{
+    if (cq__load(&v->lifo, relaxed) == NULL || !cq__load(&v->running, relaxed)) {
+        return NULL;
+    }
+    uint32_t started = cq__load(&v->started, relaxed);
+    uint64_t now = cq__now_ns();
+    if (p->lifo_victim != v || p->lifo_victim_started != started) {
+        p->lifo_victim = v;
+        p->lifo_victim_started = started;
+        p->lifo_victim_since = now;
+        return NULL;
+    }
+    if (now - p->lifo_victim_since < LIFO_STEAL_AFTER_NS) {
+        return NULL;
+    }
+    p->lifo_victim = NULL;
+    /* pairs with the owner's seq_cst exchange or release store that filled the slot */
+    return cq__xchg(&v->lifo, NULL, acquire);
+}
+
+/* Steals `prio` items from another proc's ring (random start); a LIFO item too when the
+ * victim's slot holds only what we run. */
+static struct cq__item *steal_level(struct cq__proc *p, unsigned prio)
+{
+    /* pairs with the release store of nprocs_seen in proc_new (pool.c) */
+    uint32_t n = cq__load(&P.nprocs_seen, acquire);
+    uint32_t start = (uint32_t)(rng_next(p) % n);
+    for (uint32_t i = 0; i < n; i++) {
+        struct cq__proc *v = cq__pool_proc_at((start + i) % n);
+        if (v == p || !(v->levels & CQ__LEVEL(prio)) || cq__load(&v->retired, relaxed)) {
+            continue;
+        }
+        struct cq__item *it = cq__runq_steal_into(&v->rq[prio], &p->rq[prio]);
+        if (it) {
+            return it;
+        }
+        if ((v->lifo_levels & CQ__LEVEL(prio)) && (v->lifo_levels & ~p->levels) == 0 &&
+            (it = steal_lifo(p, v)) != NULL) {
+            return it;
+        }
+    }
+    return NULL;
+}
+
+/* Every level this proc runs, highest first: other rings, then the inject queue. */
+static struct cq__item *steal_work(struct cq__proc *p)
+{
+    for (unsigned prio = 0; prio < CQ__PRIO_COUNT; prio++) {
+        if (p->levels & CQ__LEVEL(prio)) {
+            struct cq__item *it = steal_level(p, prio);
+            if (it || (it = inject_take(p, prio)) != NULL) {
+                return it;
+            }
+        }
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* High-priority work first                                                                 */
+
+static bool high_work_visible(void)
+{
+    if (cq__inject_maybe_work(&P.inject[CQ__PRIO_HIGH])) {
+        return true;
+    }
+    /* pairs with the release store of nprocs_seen in proc_new (pool.c) */
+    uint32_t n = cq__load(&P.nprocs_seen, acquire);
+    for (uint32_t i = 0; i < n; i++) {
+        struct cq__proc *v = cq__pool_proc_at(i);
+        if ((v->levels & CQ__LEVEL(CQ__PRIO_HIGH)) && !cq__runq_is_empty(&v->rq[CQ__PRIO_HIGH])) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The hint is set: high work from our ring, the inject queue or another proc's ring. If
+ * there is none, clear the hint and look once more. */
+static struct cq__item *take_high(struct cq__proc *p)
+{
+    struct cq__item *it = cq__runq_pop(&p->rq[CQ__PRIO_HIGH]);
+    if (it) {
+        return it;
+    }
+    if ((it = inject_take(p, CQ__PRIO_HIGH)) != NULL) {
+        cq__pool_announce_backlog(p);
+        return it;
+    }
+    if ((it = steal_level(p, CQ__PRIO_HIGH)) != NULL) {
+        return it;
+    }
+    /* seq_cst: the store of the Dekker pair with high_hint_raise's load; a producer that
+     * published before our look below is seen by it, a later one sees the hint clear. */
+    cq__store(&P.high_hint, 0, seq_cst);
+    if (high_work_visible()) {
+        /* pairs with the pushers' seq_cst load and set in high_hint_raise */
+        cq__store(&P.high_hint, 1, seq_cst);
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The next item                                                                            */
+
+static struct cq__item *next_local(struct cq__proc *p)
+{
+    struct cq__item *it;
+    if ((p->levels & CQ__LEVEL(CQ__PRIO_HIGH)) && cq__load(&P.high_hint, relaxed) &&
+        (it = take_high(p)) != NULL) {
+        return it;
+    }
+    unsigned main = p->main_level;
+    if (++p->tick % CQ__INJECT_INTERVAL == 0 && (it = inject_take_levels(p)) != NULL) {
+        cq__pool_announce_backlog(p);
+        return it;
+    }
+    if (p->lifo_streak < CQ__LIFO_STREAK_MAX) {
+        if ((it = cq__pool_lifo_take(p)) != NULL) {
+            p->lifo_streak++;
+            return it;
+        }
+    } else if ((it = cq__pool_lifo_take(p)) != NULL) {
+        cq__pool_ring_push(p, it); /* give the ring its turn */
+    }
+    p->lifo_streak = 0;
+    if ((it = cq__runq_pop(&p->rq[main])) != NULL) {
+        return it;
+    }
+    if ((it = inject_take_main(p, main)) != NULL) {
+        cq__pool_announce_backlog(p); /* the rest of the batch is in our ring now */
+        return it;
+    }
+    if ((p->levels & CQ__LEVEL(CQ__PRIO_LOW)) && (!cq__runq_is_empty(&p->rq[CQ__PRIO_LOW]) ||
+                                                  cq__inject_maybe_work(&P.inject[CQ__PRIO_LOW]))) {
+        /* Low work of our own waits: default work elsewhere comes first. */
+        if ((it = steal_level(p, CQ__PRIO_DEFAULT)) != NULL) {
+            return it;
+        }
+        if ((it = cq__runq_pop(&p->rq[CQ__PRIO_LOW])) != NULL) {
+            return it;
+        }
+        if ((it = inject_take(p, CQ__PRIO_LOW)) != NULL) {
+            cq__pool_announce_backlog(p);
+            return it;
+        }
+    }
+    return NULL;
+}
+
+/* Spins looking for work for a bounded time; the caller is searching (or could not be). */
+static struct cq__item *search(struct cq__thread *t, struct cq__proc *p)
+{
+    if (!t->searching) {
+        if (!cq__pool_try_searching(p->band)) {
+            return steal_work(p); /* enough searchers: one look, then park */
+        }
+        t->searching = true;
+    }
+    /* Pure spinning: a searcher must notice new work within tens of nanoseconds, and it is
+     * at most half the band's workers, so it never takes the CPU a producer needs on its own.
+     * The spin adapts: a search that finds work doubles the next one (a stream of work keeps
+     * a worker spinning and saves the wake-ups), one that ends in a park halves it (work that
+     * trickles in at longer intervals does not cost a CPU spinning for it). */
+    uint64_t deadline = cq__now_ns() + p->search_ns;
+    uint32_t relax = cq__spin_iterations(200);
+    for (;;) {
+        struct cq__item *it = steal_work(p);
+        if (it) {
+            p->search_ns =
+                p->search_ns * 2 < CQ__SPIN_SEARCH_NS ? p->search_ns * 2 : CQ__SPIN_SEARCH_NS;
+            return it;
+        }
+        if (cq__now_ns() >= deadline) {
+            p->search_ns = p->search_ns / 2 > CQ__SPIN_SEARCH_MIN_NS ? p->search_ns / 2
+                                                                     : CQ__SPIN_SEARCH_MIN_NS;
+            return NULL;
+        }
+        for (uint32_t i = 0; i < relax; i++) {
+            cq__cpu_relax();
+        }
+    }
+}
+
+struct cq__item *cq__pool_find_work(struct cq__thread *t, struct cq__proc *p)
+{
+    struct cq__item *it = next_local(p);
+    if (it == NULL && (it = search(t, p)) == NULL) {
+        return NULL;
+    }
+    if (t->searching) {
+        cq__pool_stop_searching(t, p);
+    }
+    return it;
+}
+
+bool cq__pool_band_work_waiting(unsigned band)
+{
+    unsigned levels = P.band[band].levels;
+    if (inject_work_for(levels)) {
+        return true;
+    }
+    /* pairs with the release store of nprocs_seen in proc_new (pool.c) */
+    uint32_t n = cq__load(&P.nprocs_seen, acquire);
+    for (uint32_t i = 0; i < n; i++) {
+        struct cq__proc *v = cq__pool_proc_at(i);
+        if (v->band == band) {
+            if (cq__pool_proc_has_work(v)) {
+                return true;
+            }
+        } else if ((v->levels & levels & CQ__LEVEL(CQ__PRIO_HIGH)) &&
+                   !cq__runq_is_empty(&v->rq[CQ__PRIO_HIGH])) {
+            return true; /* high work in another band's ring: ours to steal */
+        }
+    }
+    return false;
+}
+
+bool cq__pool_work_waiting(void)
+{
+    for (unsigned band = 0; band < CQ__BAND_COUNT; band++) {
+        if (cq__pool_band_work_waiting(band)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Helping                                                                                  */
+
+bool cq__pool_help(bool (*pred)(struct cq__item *, void *), void *arg)
+{
+    struct cq__proc *p = cq__tls.proc;
+    if (p == NULL || cq__tls.help_depth >= CQ__HELP_DEPTH_MAX) {
+        return false;
+    }
+    struct cq__item *it = cq__pool_lifo_take(p);
+    if (it && !pred(it, arg)) {
+        cq__store(&p->lifo, it, release); /* only the owner fills the slot: put it back; pairs with
+                                             a thief's acquire exchange in steal_lifo */
+        it = NULL;
+    }
+    for (unsigned prio = 0; it == NULL && prio < CQ__PRIO_COUNT; prio++) {
+        if (!(p->levels & CQ__LEVEL(prio))) {
+            continue;
+        }
+        /* Claim the newest item first, then look at it: a claimed item cannot be run and
+         * freed by a thief under our feet. */
+        it = cq__runq_pop_back(&p->rq[prio]);
+        if (it && !pred(it, arg)) {
+            cq__runq_push(&p->rq[prio], it); /* back where it was: we just made room */
+            it = NULL;
+        }
+    }
+    if (it == NULL) {
+        return false;
+    }
+    /* The helped task runs as if another worker ran it: not on the waiter's queues (their
+     * specifics, current-queue answers and exclusivity are the waiter's), not in its group. */
+    struct cq__frame *frame = cq__tls.frame;
+    struct cq_group_s *group = cq__tls.group;
+    cq__tls.frame = NULL;
+    cq__tls.group = NULL;
+    cq__tls.help_depth++;
+    cq__item_invoke(it);
+    cq__tls.help_depth--;
+    cq__tls.frame = frame;
+    cq__tls.group = group;
+    return true;
+}

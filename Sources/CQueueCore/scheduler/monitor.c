@@ -1,0 +1,184 @@
+/*
+ * The monitor: looks after work waiting behind workers stuck in long tasks, band by band
+ * (pool_internal.h).
+ *
+ * Tasks that block outside the runtime (a read, a sleep, a long spin) hold their worker, and
+ * the pool cannot know. The monitor finds out. It is kicked by a producer that finds the pool
+ * saturated (every proc busy, nobody searching) and by a worker that leaves a small backlog
+ * unannounced (cq__pool_announce_backlog in find.c). While work is waiting it looks at each proc
+ * every millisecond. A proc whose thread has been running the same task for 2 ticks and was seen
+ * asleep in the kernel (state S or D: a read, a sleep, a lock) on 2 ticks in a row is
+ * *blocked*: while work is waiting, it wakes an idle proc if there is one (which steals the
+ * work), or else adds one extra proc (with a thread) per tick, up to the thread limit. A proc
+ * that has been running the same task for 10 ticks while runnable (computing, spinning, or
+ * merely preempted) is *busy*: it only makes the monitor wake an idle proc, never add one, so
+ * CPU-bound work never has more threads than CPUs. Extra procs retire as soon as they find no
+ * work. After 20 ticks without waiting work the monitor sleeps on a futex: an idle process
+ * sees no wake-ups from it.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "platform/diag_internal.h"
+#include "platform/parker_internal.h"
+#include "scheduler/pool_internal.h"
+
+#define TICK_NS 1000000L
+#define STUCK_BLOCKED_TICKS 2u
+#define STUCK_BUSY_TICKS 10u
+#define QUIET_TICKS 20u
+
+static _Atomic uint32_t active; /* futex: 0 asleep, 1 kicked / running */
+static _Atomic bool missing;    /* its thread could not be started: kicks try again */
+
+static void start_thread(void);
+
+void cq__monitor_kick(void)
+{
+    uint32_t zero = 0;
+    if (cq__load(&active, relaxed) == 0 && cq__cas(&active, &zero, 1, relaxed)) {
+        cq__futex_wake(&active, 1);
+    }
+    if (cq__unlikely(cq__load(&missing, relaxed)) && cq__xchg(&missing, false, relaxed)) {
+        start_thread();
+    }
+}
+
+/* In a forked child the monitor thread does not exist: the next pool start makes a new one. */
+void cq__monitor_fork_child(void)
+{
+    cq__store(&active, 0, relaxed);
+    cq__store(&missing, false, relaxed);
+}
+
+/* Whether thread `tid` of this process is asleep (state S or D), from /proc. A thread that is
+ * running or waiting for a CPU (R) is busy, not blocked: it gets the longer threshold. */
+static bool thread_sleeps(pid_t tid)
+{
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return false;
+    }
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) {
+        return false;
+    }
+    buf[n] = '\0';
+    const char *paren = strrchr(buf, ')'); /* the name may contain spaces and parentheses */
+    return paren && paren[1] == ' ' && (paren[2] == 'S' || paren[2] == 'D');
+}
+
+/* Looks at the procs of one band whose work waits; returns how many are blocked. */
+static uint32_t tick_band(unsigned band)
+{
+    bool busy = false;
+    uint32_t blocked = 0;
+    uint32_t n = cq__pool_proc_count();
+    for (uint32_t i = 0; i < n; i++) {
+        struct cq__proc *p = cq__pool_proc_at(i);
+        if (p->band != band || cq__load(&p->retired, relaxed)) {
+            continue;
+        }
+        uint32_t started = cq__load(&p->started, relaxed);
+        if (!cq__load(&p->running, relaxed) || started != p->mon_started) {
+            p->mon_started = started;
+            p->mon_ticks = 0;
+            p->mon_asleep = 0;
+            continue;
+        }
+        p->mon_ticks++;
+        if (p->mon_ticks >= STUCK_BLOCKED_TICKS) {
+            /* Two sightings in a row: a task that computes and touches a cold page now and
+             * then is not blocked. */
+            p->mon_asleep = thread_sleeps(cq__load(&p->tid, relaxed)) ? p->mon_asleep + 1 : 0;
+            if (p->mon_asleep >= 2) {
+                blocked++;
+                continue;
+            }
+        }
+        if (p->mon_ticks >= STUCK_BUSY_TICKS) {
+            busy = true;
+        }
+    }
+    if (blocked && cq__pool_band_saturated(band)) {
+        /* Work waits and a CPU is idle because its task sleeps in the kernel: replace it. */
+        cq__pool_add_extra_proc(band);
+    } else if (blocked || busy) {
+        /* Work waits behind a long task: an idle worker can take it (stealing from the busy
+         * one's ring). A busy task keeps its CPU to itself: more threads than CPUs would only
+         * make the computing tasks take turns. */
+        if (!cq__pool_notify_band(band) && band == CQ__BAND_NORMAL &&
+            cq__load(&cq__pool.high_hint, relaxed)) {
+            cq__pool_notify_band(CQ__BAND_EXPRESS); /* high work behind busy workers */
+        }
+    }
+    return blocked;
+}
+
+/* One tick: returns true while work is waiting. */
+static bool tick(void)
+{
+    bool waiting = false;
+    uint32_t blocked = 0;
+    for (unsigned band = 0; band < CQ__BAND_COUNT; band++) {
+        if (cq__pool_band_work_waiting(band)) {
+            waiting = true;
+            blocked += tick_band(band);
+        }
+    }
+    cq__pool_set_blocked_in_tasks(blocked);
+    return waiting;
+}
+
+static void *monitor_main(void *arg)
+{
+    (void)arg;
+    pthread_setname_np(pthread_self(), "cq-monitor");
+    for (;;) {
+        /* pairs with nothing that publishes data: the kick only wakes the monitor, which reads the
+         * pool's counters itself (see cq__monitor_kick) */
+        while (cq__load(&active, acquire) == 0) {
+            cq__futex_wait(&active, 0, NULL);
+        }
+        for (uint32_t quiet = 0; quiet < QUIET_TICKS;) {
+            struct timespec d = {0, TICK_NS};
+            nanosleep(&d, NULL);
+            quiet = tick() ? 0 : quiet + 1;
+        }
+        /* pairs with the seq_cst work re-check below against producers' publish-then-kick (see
+         * cq__monitor_kick) */
+        cq__store(&active, 0, seq_cst);
+        /* A kick between our last tick and the store above would be lost: look once more. */
+        if (cq__pool_work_waiting()) {
+            cq__store(&active, 1, relaxed);
+        }
+    }
+    return NULL;
+}
+
+static void start_thread(void)
+{
+    pthread_t thread;
+    if (cq__thread_start(&thread, monitor_main, NULL) != 0) {
+        static atomic_bool reported;
+        cq__report_once(&reported, "cannot start the monitor thread: stuck workers are not "
+                                   "compensated until it can start");
+        cq__store(&missing, true, relaxed); /* the next kick tries again */
+    }
+}
+
+void cq__monitor_start(void)
+{
+    start_thread();
+}

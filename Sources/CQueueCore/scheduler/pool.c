@@ -1,0 +1,344 @@
+/*
+ * The thread pool's state: procs, bands, the thread limit, start-up, fork and info (see
+ * pool_internal.h for the model). The rest of the scheduler, one concept per file:
+ *   idle.c    the idle word and notify (waking a searcher)
+ *   park.c    parking a worker, retiring an extra proc, spares getting a proc back
+ *   worker.c  the worker loop and pool thread start
+ *   block.c   blocking waits: handing the proc to a spare (block_begin/end)
+ *   find.c    pushing work and finding it (rings, inject, LIFO, steal, search, help)
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "scheduler/pool_internal.h"
+
+#include <cqueuecore/runtime.h>
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "platform/diag_internal.h"
+#include "platform/fork_internal.h"
+#include "platform/parker_internal.h"
+#include "scheduler/task_internal.h"
+#include "scheduler/thread_internal.h"
+
+#define IDLE_SEARCHING CQ__IDLE_SEARCHING
+#define IDLE_UNPARKED CQ__IDLE_UNPARKED
+#define IDLE_NPROCS CQ__IDLE_NPROCS
+#define IDLE_SEARCHING_ONE CQ__IDLE_SEARCHING_ONE
+#define IDLE_UNPARKED_ONE CQ__IDLE_UNPARKED_ONE
+#define IDLE_NPROCS_ONE CQ__IDLE_NPROCS_ONE
+
+struct cq__pool_state cq__pool = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+};
+#define pool cq__pool
+
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER; /* pool_init runs under it */
+_Atomic bool cq__pool_started;
+
+/* What each band runs: its levels, the level of its fast path and LIFO slot. */
+static const struct {
+    uint8_t levels, main_level, lifo_levels;
+    const char *thread_name; /* pthread name prefix: what `top -H` and perf show */
+} band_info[CQ__BAND_COUNT] = {
+    [CQ__BAND_NORMAL] = {CQ__LEVEL(CQ__PRIO_HIGH) | CQ__LEVEL(CQ__PRIO_DEFAULT) |
+                             CQ__LEVEL(CQ__PRIO_LOW),
+                         CQ__PRIO_DEFAULT, CQ__LEVEL(CQ__PRIO_DEFAULT), "cq-worker"},
+    [CQ__BAND_EXPRESS] = {CQ__LEVEL(CQ__PRIO_HIGH), CQ__PRIO_HIGH, 0, "cq-high"},
+    [CQ__BAND_BACKGROUND] = {CQ__LEVEL(CQ__PRIO_BACKGROUND), CQ__PRIO_BACKGROUND,
+                             CQ__LEVEL(CQ__PRIO_BACKGROUND), "cq-bg"},
+};
+
+/* cq__event_wait (platform/parker.c) sleeps inside the pool's block bracket. */
+__attribute__((constructor)) static void pool_register_sleep_hooks(void)
+{
+    cq__sleep_hooks_register(cq__pool_block_begin, cq__pool_block_end);
+}
+
+const char *cq__pool_band_thread_name(unsigned band)
+{
+    return band_info[band].thread_name;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Procs and limits                                                                         */
+
+static struct cq__proc *proc_new(unsigned band, bool extra)
+{
+    struct cq__proc *p = aligned_alloc(CQ_CACHELINE, sizeof *p);
+    if (p == NULL) {
+        return NULL;
+    }
+    for (unsigned prio = 0; prio < CQ__PRIO_COUNT; prio++) {
+        cq__runq_init(&p->rq[prio]);
+    }
+    /* everything after the rings; the slots need no initialising */
+    memset((char *)p + offsetof(struct cq__proc, lifo), 0,
+           sizeof *p - offsetof(struct cq__proc, lifo));
+    atomic_init(&p->lifo, NULL);
+    uint32_t i = cq__load(&pool.nprocs_seen, relaxed);
+    p->index = i;
+    p->band = (uint8_t)band;
+    p->levels = band_info[band].levels;
+    p->main_level = band_info[band].main_level;
+    p->lifo_levels = band_info[band].lifo_levels;
+    p->extra = extra;
+    p->search_ns = CQ__SPIN_SEARCH_NS;
+    p->rng = 0x9e3779b97f4a7c15ull * (i + 1);
+    /* release: the initialised proc is visible to thieves that find it in the array; pairs with the
+     * thieves' acquire loads of the proc array after nprocs_seen (find.c) */
+    cq__store(&pool.procs[i], p, release);
+    /* pairs with the acquire loads of nprocs_seen (find.c, cq__pool_proc_count) */
+    cq__store(&pool.nprocs_seen, i + 1, release);
+    return p;
+}
+
+void cq__pool_note_limit_reached(void)
+{
+    cq__add(&pool.limit_reached, 1, relaxed);
+    cq__report_once(&pool.limit_reported,
+                    "thread limit %u reached: %u threads, %u of them waiting in runtime calls "
+                    "and %u running tasks that sleep in the kernel; new work waits until one "
+                    "returns. Raise it with CQ_THREAD_LIMIT.",
+                    pool.thread_limit, cq__load(&pool.nthreads, relaxed),
+                    cq__load(&pool.blocked, relaxed), cq__load(&pool.blocked_in_tasks, relaxed));
+}
+
+void cq__pool_set_blocked_in_tasks(uint32_t n)
+{
+    if (cq__load(&pool.blocked_in_tasks, relaxed) != n) {
+        cq__store(&pool.blocked_in_tasks, n, relaxed);
+    }
+}
+
+/* Reserves a thread slot under the lock; false at the limit. */
+bool cq__pool_thread_slot_reserve_locked(void)
+{
+    uint32_t n = cq__load(&pool.nthreads, relaxed);
+    if (n >= pool.thread_limit) {
+        return false;
+    }
+    cq__store(&pool.nthreads, n + 1, relaxed);
+    if (n + 1 > cq__load(&pool.threads_peak, relaxed)) {
+        cq__store(&pool.threads_peak, n + 1, relaxed);
+    }
+    return true;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Start-up, monitor interface, info                                                        */
+
+static void band_init(unsigned band, uint32_t procs, uint32_t running, bool extras,
+                      struct cq__proc **started)
+{
+    struct cq__band *b = &pool.band[band];
+    b->levels = band_info[band].levels;
+    b->base = procs;
+    b->spare_limit = procs;
+    b->extras = extras;
+    b->idle_parked = b->idle_free = NULL;
+    b->spares = NULL;
+    b->nspares = 0;
+    /* idle word: pairs with the parker's fence and re-check (park.c), design.md §10; published by
+     * the release store of cq__pool_started below */
+    cq__store(&b->idle, (uint64_t)procs * IDLE_NPROCS_ONE + (uint64_t)running * IDLE_UNPARKED_ONE,
+              seq_cst);
+    for (uint32_t i = 0; i < procs; i++) {
+        struct cq__proc *p = proc_new(band, false);
+        if (p == NULL) {
+            cq__crash("out of memory starting the pool");
+        }
+        if (i < running) {
+            started[i] = p;
+        } else {
+            p->idle = true;
+            p->next_idle = b->idle_free;
+            b->idle_free = p;
+        }
+    }
+}
+
+static void pool_init(void)
+{
+    uint32_t workers = cq__usable_cpus(CQ__MAX_WORKERS);
+    pool.workers = workers;
+    uint32_t dflt_limit = workers * 16 > 128 ? workers * 16 : 128;
+    /* every band's base procs can run at once */
+    uint32_t min_limit = 2 * workers + CQ__EXPRESS_PROCS;
+    pool.thread_limit =
+        cq__env_u32_clamped("CQ_THREAD_LIMIT", dflt_limit, min_limit, CQ__THREAD_LIMIT_MAX);
+    for (uint32_t i = 0; i < CQ__PRIO_COUNT; i++) {
+        cq__inject_init(&pool.inject[i]);
+    }
+    cq__store(&pool.high_hint, 0, relaxed);
+    struct cq__proc *started[CQ__MAX_WORKERS];
+    band_init(CQ__BAND_NORMAL, workers, workers, true, started);
+    band_init(CQ__BAND_EXPRESS, CQ__EXPRESS_PROCS, 0, false, NULL);
+    band_init(CQ__BAND_BACKGROUND, workers, 0, true, NULL);
+    cq__store(&pool.nthreads, workers, relaxed);
+    cq__store(&pool.threads_peak, workers, relaxed);
+    /* release: pairs with the acquire loads of cq__pool_started; the pool is set up */
+    cq__store(&cq__pool_started, true, release);
+    for (uint32_t i = 0; i < workers; i++) {
+        cq__pool_spawn_thread(started[i], false);
+    }
+    cq__monitor_start();
+}
+
+void cq__pool_ensure_started(void)
+{
+    /* pairs with the release store of cq__pool_started at the end of pool_init */
+    if (cq__likely(cq__load(&cq__pool_started, acquire))) {
+        return;
+    }
+    cq__fork_handlers_install();
+    pthread_mutex_lock(&start_lock);
+    if (!cq__load(&cq__pool_started, relaxed)) {
+        pool_init();
+    }
+    pthread_mutex_unlock(&start_lock);
+}
+
+/* fork(): no start-up and no pool-lock holder may be caught half-way (see fork.c). */
+void cq__pool_fork_prepare(void)
+{
+    pthread_mutex_lock(&start_lock);
+    pthread_mutex_lock(&pool.lock);
+}
+
+void cq__pool_fork_parent(void)
+{
+    pthread_mutex_unlock(&pool.lock);
+    pthread_mutex_unlock(&start_lock);
+}
+
+/*
+ * In the child, only the forking thread exists: the pool starts over, empty, on the next
+ * submission. The old procs, their queued items and the threads' records are abandoned (their
+ * work belongs to the parent's threads); the forking thread stops being a pool thread.
+ */
+void cq__pool_fork_child(void)
+{
+    pthread_mutex_unlock(&pool.lock);
+    pthread_mutex_unlock(&start_lock);
+    uint32_t n = cq__load(&pool.nprocs_seen, relaxed);
+    for (uint32_t i = 0; i < n; i++) {
+        cq__store(&pool.procs[i], NULL, relaxed);
+    }
+    cq__store(&pool.nprocs_seen, 0, relaxed);
+    for (unsigned band = 0; band < CQ__BAND_COUNT; band++) {
+        struct cq__band *b = &pool.band[band];
+        cq__store(&b->idle, 0, relaxed);
+        b->idle_parked = b->idle_free = NULL;
+        b->spares = NULL;
+        b->nspares = 0;
+    }
+    for (uint32_t i = 0; i < CQ__PRIO_COUNT; i++) {
+        cq__inject_init(&pool.inject[i]);
+    }
+    cq__store(&pool.high_hint, 0, relaxed);
+    cq__store(&pool.nthreads, 0, relaxed);
+    cq__store(&pool.blocked, 0, relaxed);
+    cq__store(&cq__pool_started, false, relaxed);
+    cq__tls.thread = NULL;
+    cq__tls.proc = NULL;
+    for (unsigned i = 0; i < sizeof cq__tls.inject / sizeof cq__tls.inject[0]; i++) {
+        cq__tls.inject[i] = NULL;
+    }
+    cq__monitor_fork_child();
+}
+
+uint32_t cq__pool_workers(void)
+{
+    cq__pool_ensure_started();
+    return pool.workers;
+}
+
+bool cq__pool_band_saturated(unsigned band)
+{
+    /* idle word: pairs with the parker's fence and re-check (park.c), design.md §10 */
+    uint64_t s = cq__load(&pool.band[band].idle, seq_cst);
+    return IDLE_SEARCHING(s) == 0 && IDLE_UNPARKED(s) >= IDLE_NPROCS(s);
+}
+
+uint32_t cq__pool_proc_count(void)
+{
+    /* pairs with the release store of nprocs_seen in proc_new (pool.c) */
+    return cq__load(&pool.nprocs_seen, acquire);
+}
+
+bool cq__pool_add_extra_proc(unsigned band)
+{
+    struct cq__band *b = &pool.band[band];
+    if (!b->extras) {
+        return false;
+    }
+    pthread_mutex_lock(&pool.lock);
+    if (!cq__pool_thread_slot_reserve_locked()) {
+        pthread_mutex_unlock(&pool.lock);
+        cq__pool_note_limit_reached();
+        return false;
+    }
+    struct cq__proc *p = NULL;
+    uint32_t n = cq__load(&pool.nprocs_seen, relaxed);
+    for (uint32_t i = 0; i < n; i++) {
+        struct cq__proc *c = cq__pool_proc_at(i);
+        if (c->band == band && cq__load(&c->retired, relaxed)) {
+            p = c;
+            break;
+        }
+    }
+    if (p == NULL) {
+        p = n < CQ__MAX_PROCS ? proc_new(band, true) : NULL;
+    }
+    if (p == NULL) {
+        cq__sub(&pool.nthreads, 1, relaxed);
+        pthread_mutex_unlock(&pool.lock);
+        return false;
+    }
+    cq__store(&p->retired, 0, relaxed);
+    p->idle = false;
+    /* idle word: pairs with the parker's fence and re-check (park.c), design.md §10 */
+    cq__add(&b->idle, IDLE_NPROCS_ONE + IDLE_UNPARKED_ONE + IDLE_SEARCHING_ONE, seq_cst);
+    pthread_mutex_unlock(&pool.lock);
+    cq__add(&pool.monitor_spawns, 1, relaxed);
+    cq__pool_spawn_thread(p, true);
+    return true;
+}
+
+void cq_runtime_get_info(struct cq_runtime_info *info)
+{
+    cq__pool_ensure_started();
+    uint64_t s = cq__load(&pool.band[CQ__BAND_NORMAL].idle, relaxed);
+    pthread_mutex_lock(&pool.lock);
+    info->spares_parked = 0;
+    for (unsigned band = 0; band < CQ__BAND_COUNT; band++) {
+        info->spares_parked += pool.band[band].nspares;
+    }
+    pthread_mutex_unlock(&pool.lock);
+    info->workers = pool.workers;
+    info->procs = IDLE_NPROCS(s);
+    info->threads = cq__load(&pool.nthreads, relaxed);
+    info->threads_peak = cq__load(&pool.threads_peak, relaxed);
+    info->thread_limit = pool.thread_limit;
+    info->blocked = cq__load(&pool.blocked, relaxed);
+    info->limit_reached = cq__load(&pool.limit_reached, relaxed);
+    info->handoffs = cq__load(&pool.handoffs, relaxed);
+    info->monitor_spawns = cq__load(&pool.monitor_spawns, relaxed);
+    info->blocked_in_tasks = cq__load(&pool.blocked_in_tasks, relaxed);
+    info->express_wakeups = cq__load(&pool.express_wakeups, relaxed);
+    info->background_procs = IDLE_NPROCS(cq__load(&pool.band[CQ__BAND_BACKGROUND].idle, relaxed));
+}
+
+CQ__FORK_REGISTER(pool, CQ__FORK_RANK_POOL, cq__pool_fork_prepare, cq__pool_fork_parent,
+                  cq__pool_fork_child)

@@ -1,0 +1,315 @@
+/*
+ * The thread pool: run queues (procs), the threads that run them, the inject queues, and the
+ * idle/searching bookkeeping that decides who wakes whom. pool.c holds the state and start-up,
+ * idle.c the idle word and notify, park.c parking, worker.c the threads, block.c blocking
+ * waits, find.c pushing and finding work, monitor.c the monitor.
+ *
+ * Threads and procs are separate (as Go's M and P): a proc is a CPU's worth of scheduling
+ * state (rings, LIFO slot); a thread runs a proc. Procs come in bands by priority (see
+ * enum below): `workers` normal procs, one per usable CPU, for high, default and low work;
+ * one express proc for high work that would otherwise wait behind busy normal procs; and
+ * `workers` background procs whose threads run at a low OS priority. The monitor adds extra
+ * procs to a band while its workers are stuck in long tasks. A thread about to block in a
+ * runtime wait gives its proc to a spare thread of its band (cq__pool_block_begin), so a
+ * waiting task never takes a CPU's worth of scheduling away from the pool.
+ *
+ * Each band has an idle word (searching, unparked, nprocs). A producer wakes a proc of the
+ * band only when nobody of it searches and some proc of it is idle; a searcher that finds
+ * work stops searching and announces its backlog (so bursts fan out one worker at a time).
+ * Before parking, a worker re-checks every source of its band's work after a full fence;
+ * producers publish work with a seq_cst operation before reading the idle word.
+ */
+#ifndef CQ_POOL_INTERNAL_H
+#define CQ_POOL_INTERNAL_H
+
+#include <pthread.h>
+#include <sys/types.h>
+
+#include "platform/atomic_internal.h"
+#include "platform/cpus_internal.h"
+#include "platform/fork_internal.h"
+#include "platform/parker_internal.h"
+#include "platform/thread_start_internal.h"
+#include "scheduler/inject_internal.h"
+#include "scheduler/item_internal.h"
+#include "scheduler/runq_internal.h"
+
+#define CQ__MAX_PROCS 512u
+/* Workers per band at most: the normal and background bands take a quarter of the proc array
+ * each, the rest is for the express band and the monitor's extra procs. CQ_WORKERS above this
+ * is clamped to it. */
+#define CQ__MAX_WORKERS (CQ__MAX_PROCS / 4)
+/* The most threads CQ_THREAD_LIMIT may ask for (each costs a stack and a kernel task). */
+#define CQ__THREAD_LIMIT_MAX 32768u
+#define CQ__INJECT_INTERVAL 61u /* look at the inject queues first every this many ticks */
+#define CQ__LIFO_STREAK_MAX 3u  /* consecutive runs from the LIFO slot before the ring's turn */
+#define CQ__HELP_DEPTH_MAX 64u  /* nesting of tasks run by a waiting task */
+
+/* Priorities, highest first: the index of a global queue, an inject queue and a ring. */
+enum {
+    CQ__PRIO_HIGH = 0,
+    CQ__PRIO_DEFAULT = 1,
+    CQ__PRIO_LOW = 2,
+    CQ__PRIO_BACKGROUND = 3,
+    CQ__PRIO_COUNT = 4,
+};
+#define CQ__LEVEL(prio) (1u << (prio))
+
+/*
+ * Bands: sets of procs whose threads run some of the priorities.
+ *   NORMAL      `workers` procs; high, default and low work, in that order.
+ *   EXPRESS     one proc for high-priority work alone, woken when a high item arrives while
+ *               every normal proc is busy (so it starts at once instead of after the task in
+ *               front of it); its thread runs at normal OS priority next to the busy ones.
+ *   BACKGROUND  `workers` procs for background work; their threads run at nice 19, so the
+ *               kernel runs anything else first, but never starves them outright.
+ * A thread belongs to one band for life (an unprivileged thread cannot undo nice 19).
+ */
+enum {
+    CQ__BAND_NORMAL = 0,
+    CQ__BAND_EXPRESS = 1,
+    CQ__BAND_BACKGROUND = 2,
+    CQ__BAND_COUNT = 3,
+};
+#define CQ__EXPRESS_PROCS 1u
+#define CQ__BACKGROUND_NICE 19
+
+/* The band whose procs run work of priority `prio` (high also wakes the express band). */
+CQ_INLINE unsigned cq__band_of_prio(unsigned prio)
+{
+    return prio == CQ__PRIO_BACKGROUND ? CQ__BAND_BACKGROUND : CQ__BAND_NORMAL;
+}
+
+struct cq__thread;
+
+struct cq__proc {
+    /* One ring per priority; a proc uses those of its band's levels. */
+    struct cq__runq rq[CQ__PRIO_COUNT];
+    /* The task made runnable last by the owner; the owner runs it next. Thieves take it only
+     * from an owner that has been running the same task for a while. Holds only items of
+     * `lifo_levels`. */
+    _Atomic(struct cq__item *) lifo CQ_CACHE_ALIGNED;
+    _Atomic uint32_t started; /* tasks started; written by the owner, read by monitor/thieves */
+    _Atomic uint32_t running; /* 1 while the owner runs an item */
+    _Atomic uint32_t retired; /* 1 while an extra proc is out of use */
+    _Atomic pid_t tid;        /* the thread running it (for the monitor's CPU-time reads) */
+    /* owner-private */
+    uint32_t tick;
+    uint32_t lifo_streak;
+    uint32_t search_ns;   /* how long the next search spins (adaptive, see search()) */
+    uint32_t batch_max;   /* items the next inject batch takes, 0 at first (see
+                             "Inject batches" in find.c) */
+    uint32_t batch_items; /* items of the batch being timed, taken at batch_since */
+    uint64_t batch_since; /* 0 when no batch is being timed */
+    uint64_t rng;
+    struct cq__proc *lifo_victim; /* LIFO-steal bookkeeping of this proc as a thief */
+    uint32_t lifo_victim_started;
+    uint64_t lifo_victim_since;
+    /* monitor-private */
+    uint32_t mon_started;
+    uint32_t mon_ticks;
+    uint32_t mon_asleep; /* consecutive ticks its thread was seen asleep in the kernel */
+    /* written once, before the proc is published */
+    uint32_t index;
+    uint8_t band;        /* CQ__BAND_* */
+    uint8_t main_level;  /* the priority most of its work has (its LIFO's and fast path's) */
+    uint8_t levels;      /* CQ__LEVEL bits of the priorities it runs */
+    uint8_t lifo_levels; /* CQ__LEVEL bits of the items its LIFO slot may hold */
+    bool extra;
+    /* protected by the pool lock */
+    struct cq__thread *thread; /* the thread running (or parked with) this proc; NULL if none */
+    struct cq__proc *next_idle;
+    bool idle;
+};
+
+enum cq__park_state { CQ__PARK_EMPTY = 0, CQ__PARK_PARKED = 1, CQ__PARK_NOTIFIED = 2 };
+
+struct cq__thread {
+    _Atomic uint32_t park; /* futex word, enum cq__park_state */
+    struct cq__proc *proc; /* this thread's proc; assigned under the pool lock before an
+                              unpark, otherwise changed only by the thread itself */
+    bool searching;        /* owner-private: counted in its band's idle word's searching */
+    bool wake_searching;   /* set by whoever unparks us: we were counted as searching */
+    bool retire;           /* set under the pool lock: exit instead of running */
+    uint8_t band;          /* written once: the band whose procs it runs */
+    struct cq__thread *next_spare;
+    pthread_t pthread;
+    _Atomic pid_t tid;
+    uint32_t index;
+};
+
+/*
+ * A band's idle word packs three 16-bit counts:
+ *   searching  threads of the band looking for work (spinning): at most half its procs
+ *   unparked   procs of the band not in an idle list
+ *   nprocs     procs of the band in use
+ */
+#define CQ__IDLE_SEARCHING(s) ((uint32_t)((s)&0xffffu))
+#define CQ__IDLE_UNPARKED(s) ((uint32_t)(((s) >> 16) & 0xffffu))
+#define CQ__IDLE_NPROCS(s) ((uint32_t)(((s) >> 32) & 0xffffu))
+#define CQ__IDLE_SEARCHING_ONE 1ull
+#define CQ__IDLE_UNPARKED_ONE (1ull << 16)
+#define CQ__IDLE_NPROCS_ONE (1ull << 32)
+
+struct cq__band {
+    _Atomic uint64_t idle CQ_CACHE_ALIGNED; /* see above */
+    /* written once at start-up */
+    uint32_t levels;      /* CQ__LEVEL bits of the priorities its procs run */
+    uint32_t base;        /* procs it keeps: extra ones above this retire when idle */
+    uint32_t spare_limit; /* parked spare threads it keeps */
+    bool extras;          /* the monitor may add procs to it */
+    /* protected by the pool lock */
+    struct cq__proc *idle_parked; /* idle procs whose thread is parked with them */
+    struct cq__proc *idle_free;   /* idle procs without a thread */
+    struct cq__thread *spares;    /* its parked threads without a proc */
+    uint32_t nspares;
+};
+
+/* The pool's shared state (pool.c owns it; the other scheduler files use it). */
+struct cq__pool_state {
+    struct cq__band band[CQ__BAND_COUNT];
+    /* 1 when high-priority items may be waiting in some ring or the high inject queue. Set
+     * by producers after publishing a high item; a consumer clears it only after finding no
+     * high item anywhere, then looks once more (a seq_cst Dekker pair, as inject's hint). */
+    _Atomic uint32_t high_hint CQ_CACHE_ALIGNED;
+    struct cq__inject inject[CQ__PRIO_COUNT];
+    _Atomic uint32_t nprocs_seen CQ_CACHE_ALIGNED; /* procs[0, nprocs_seen) are allocated */
+    struct cq__proc *_Atomic procs[CQ__MAX_PROCS];
+    uint32_t workers;
+    /* protected by lock */
+    pthread_mutex_t lock;
+    uint32_t thread_limit;
+    _Atomic uint32_t nthreads;
+    _Atomic uint32_t threads_peak;
+    uint32_t next_thread_index;
+    /* counters for cq_runtime_get_info */
+    _Atomic uint32_t blocked;
+    _Atomic uint32_t blocked_in_tasks; /* procs the monitor last saw blocked in the kernel */
+    _Atomic uint32_t limit_reached;
+    _Atomic uint64_t handoffs;
+    _Atomic uint64_t monitor_spawns;
+    _Atomic uint64_t express_wakeups;
+    atomic_bool limit_reported;
+};
+
+CQ_INTERNAL extern struct cq__pool_state cq__pool;
+CQ_INTERNAL extern _Atomic bool cq__pool_started;
+
+CQ_INLINE struct cq__proc *cq__pool_proc_at(uint32_t i)
+{
+    return cq__load(&cq__pool.procs[i], acquire); /* pairs with the release store in proc_new */
+}
+
+/* Counts a task start on the caller's proc (owner only). */
+CQ_INLINE void cq__pool_note_progress(struct cq__proc *p)
+{
+    cq__store(&p->started, cq__load(&p->started, relaxed) + 1, relaxed);
+}
+
+/* Push flags. */
+enum {
+    CQ__PUSH_TAIL = 0,
+    CQ__PUSH_WAKEUP = 1u << 0, /* a queue just became runnable: LIFO slot of this worker */
+};
+
+CQ_INTERNAL void cq__pool_ensure_started(void);
+
+/* Makes `it` runnable at priority index `prio` (CQ__PRIO_*). */
+CQ_INTERNAL void cq__pool_push(struct cq__item *it, unsigned prio, unsigned flags);
+
+/*
+ * Runs one item from this worker's own LIFO slot or the back of its rings if pred() accepts it
+ * (a waiting task running its own children). Returns false if there was none, or the caller
+ * is not a worker, or nesting is too deep.
+ */
+CQ_INTERNAL bool cq__pool_help(bool (*pred)(struct cq__item *, void *), void *arg);
+
+/*
+ * Brackets a blocking wait. On a pool thread, begin hands the thread's proc to a spare thread
+ * (or parks it if there is no work) so the CPU keeps running tasks; end tries to get a proc
+ * back without waiting. No-ops on other threads.
+ */
+/* struct cq__block is in parker_internal.h: cq__event_wait brackets its sleep with these
+ * (registered with cq__sleep_hooks_register by pool.c). */
+CQ_INTERNAL void cq__pool_block_begin(struct cq__block *b);
+CQ_INTERNAL void cq__pool_block_end(struct cq__block *b);
+
+CQ_INTERNAL uint32_t cq__pool_workers(void);
+
+/* The monitor (monitor.c). */
+CQ_INTERNAL void cq__monitor_kick(void);
+CQ_INTERNAL void cq__monitor_start(void);
+CQ_INTERNAL void cq__monitor_fork_child(void);
+
+/* ---- between the scheduler's files: pool.c (state, limits), idle.c, park.c, worker.c,
+ *      block.c and find.c (pushing, finding); not for use outside scheduler/ ---- */
+
+/* pool.c */
+CQ_INTERNAL const char *cq__pool_band_thread_name(unsigned band);
+/* Reserves a thread slot (pool lock held); false at the thread limit. */
+CQ_INTERNAL bool cq__pool_thread_slot_reserve_locked(void);
+CQ_INTERNAL void cq__pool_note_limit_reached(void);
+/* idle.c (pool lock held): p joins its band's threadless idle list / leaves `list`. */
+CQ_INTERNAL void cq__pool_idle_push_free_locked(struct cq__proc *p);
+CQ_INTERNAL bool cq__pool_idle_remove_locked(struct cq__proc **list, struct cq__proc *p);
+/* park.c: the per-thread park word (t->park); parking with a proc; retiring an extra proc;
+ * getting a proc for a thread without one (NULL: the thread should exit). */
+CQ_INTERNAL void cq__pool_unpark_thread(struct cq__thread *t);
+CQ_INTERNAL void cq__pool_park_thread(struct cq__thread *t);
+CQ_INTERNAL void cq__pool_park(struct cq__thread *t, struct cq__proc *p);
+CQ_INTERNAL bool cq__pool_retire_extra(struct cq__thread *t, struct cq__proc *p);
+CQ_INTERNAL struct cq__proc *cq__pool_acquire_proc(struct cq__thread *t, bool may_wait);
+/* worker.c: starts a thread for `p` (a slot was reserved); on failure the slot is returned
+ * and `p` goes to the threadless idle list. */
+CQ_INTERNAL void cq__pool_spawn_thread(struct cq__proc *p, bool searching);
+
+/* idle.c: wakes an idle proc of `band` (under the pool lock). Returns true if one was woken
+ * or somebody of the band searches now. */
+CQ_INTERNAL bool cq__pool_notify_slow(unsigned band);
+
+/*
+ * Someone may have work for `band`: returns true if a proc of the band is searching or was
+ * woken for it, false if the band is saturated (every proc busy, nobody searching).
+ */
+CQ_INLINE bool cq__pool_notify_band(unsigned band)
+{
+    /* idle word: pairs with the parker's fence and re-check (park.c), design.md §10 */
+    uint64_t s = cq__load(&cq__pool.band[band].idle, seq_cst);
+    if (CQ__IDLE_SEARCHING(s) != 0) {
+        return true;
+    }
+    return CQ__IDLE_UNPARKED(s) < CQ__IDLE_NPROCS(s) && cq__pool_notify_slow(band);
+}
+
+/* Work of priority `prio` was published: make sure someone runs it. High work that finds the
+ * normal band saturated wakes the express band; work nobody can take kicks the monitor. */
+CQ_INTERNAL void cq__pool_notify_prio(unsigned prio);
+
+/* idle.c: counts the calling searcher in its band if fewer than half the procs search. */
+CQ_INTERNAL bool cq__pool_try_searching(unsigned band);
+CQ_INTERNAL void cq__pool_stop_searching(struct cq__thread *t, struct cq__proc *p);
+
+/* find.c: the next item for thread t running proc p, or NULL (then t parks). */
+CQ_INTERNAL struct cq__item *cq__pool_find_work(struct cq__thread *t, struct cq__proc *p);
+/* find.c: pushes to the ring of it->prio (overflow to that priority's inject queue). */
+CQ_INTERNAL void cq__pool_ring_push(struct cq__proc *p, struct cq__item *it);
+CQ_INTERNAL struct cq__item *cq__pool_lifo_take(struct cq__proc *p);
+CQ_INTERNAL bool cq__pool_proc_has_work(struct cq__proc *p);
+/* Whether work that `band` runs waits anywhere (inject queues, rings, LIFO slots). Exact
+ * after a seq_cst fence. */
+CQ_INTERNAL bool cq__pool_band_work_waiting(unsigned band);
+/* Announces a worker's leftover backlog (see find.c). */
+CQ_INTERNAL void cq__pool_announce_backlog(struct cq__proc *p);
+
+/* Used by the monitor. */
+CQ_INTERNAL bool cq__pool_work_waiting(void); /* for any band */
+CQ_INTERNAL bool cq__pool_band_saturated(unsigned band);
+CQ_INTERNAL bool cq__pool_add_extra_proc(unsigned band);
+/* How many procs the last tick found blocked in the kernel inside a task (for reports). */
+CQ_INTERNAL void cq__pool_set_blocked_in_tasks(uint32_t n);
+CQ_INTERNAL uint32_t cq__pool_proc_count(void);
+
+/* fork(): pool.c registers these (platform/fork_internal.h). */
+CQ__FORK_HOOKS(pool)
+
+#endif /* CQ_POOL_INTERNAL_H */

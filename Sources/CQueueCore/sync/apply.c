@@ -1,0 +1,173 @@
+/*
+ * cq_apply_f. The range is cut into chunks (about 16 per worker) taken with one atomic add
+ * each; the caller and up to workers-1 helper items take chunks until none are left. The
+ * context is reference counted: helpers that start after the caller has returned (their
+ * workers were busy) find no chunk and just drop their reference, so the caller never waits
+ * for a helper that has not started — only for chunks in progress.
+ */
+#include <stdlib.h>
+
+#include <cqueuecore/apply.h>
+
+#include "platform/diag_internal.h"
+#include "platform/parker_internal.h"
+#include "queue/queue_internal.h"
+#include "scheduler/pool_internal.h"
+#include "scheduler/task_internal.h"
+#include "sync/apply_internal.h"
+
+struct apply {
+    _Atomic size_t next CQ_CACHE_ALIGNED; /* first iteration of the next chunk */
+    _Atomic size_t done CQ_CACHE_ALIGNED; /* iterations completed */
+    _Atomic uint32_t refs;                /* the caller and every helper not yet finished */
+    struct cq__event finished;            /* signalled by whoever completes the last chunk */
+    size_t iterations;
+    size_t chunk;
+    cq_apply_function_t function; /* one of the two is set */
+    cq_apply_range_function_t ranges;
+    void *context;
+};
+
+/* Runs iterations [start, end) with whichever function the caller gave. */
+static inline void run_range(cq_apply_function_t function, cq_apply_range_function_t ranges,
+                             void *context, size_t start, size_t end)
+{
+    if (ranges) {
+        ranges(context, start, end);
+        return;
+    }
+    for (size_t i = start; i < end; i++) {
+        function(context, i);
+    }
+}
+
+static void participate(struct apply *a)
+{
+    const size_t n = a->iterations, chunk = a->chunk;
+    for (;;) {
+        size_t start = cq__add(&a->next, chunk, relaxed);
+        if (start >= n) {
+            return;
+        }
+        size_t end = start + chunk < n ? start + chunk : n;
+        run_range(a->function, a->ranges, a->context, start, end);
+        /* acq_rel: our iterations happen-before whoever sees the total (then the caller); pairs
+         * with the other helpers' adds; the one that completes the total acquires them all */
+        if (cq__add(&a->done, end - start, acq_rel) + (end - start) == n) {
+            cq__event_signal(&a->finished);
+        }
+    }
+}
+
+static void apply_release(struct apply *a)
+{
+    /* pairs with the other reference drops (the last one acquires them all) */
+    if (cq__sub(&a->refs, 1, acq_rel) == 1) {
+        free(a);
+    }
+}
+
+void cq__apply_invoke(struct cq__item *it)
+{
+    struct cq__task *t = (struct cq__task *)it;
+    struct apply *a = t->context;
+    cq__task_free(t);
+    participate(a);
+    apply_release(a);
+}
+
+/* Whether some queue along q's chain runs one task at a time (q's chain is held: stable). */
+static bool chain_is_serial(struct cq_queue_s *q)
+{
+    for (; q; q = cq__queue_target(q)) {
+        if (cq__queue_is_exclusive(q)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+struct apply_start {
+    size_t iterations;
+    cq_apply_function_t function;
+    cq_apply_range_function_t ranges;
+    void *context;
+    struct cq_queue_s *queue;
+    struct apply *shared; /* out: NULL if it ran serially */
+};
+
+/* Runs inside a sync onto the queue, so the caller takes part "on" it and holds its chain. */
+static void apply_on_queue(void *ctx)
+{
+    struct apply_start *st = ctx;
+    const size_t n = st->iterations;
+    uint32_t workers = cq__pool_workers();
+    if (n == 1 || workers == 1 || chain_is_serial(st->queue)) {
+        run_range(st->function, st->ranges, st->context, 0, n);
+        return;
+    }
+    size_t pieces = (size_t)workers * 16;
+    size_t chunk = n / pieces ? n / pieces : 1;
+    size_t chunks = (n + chunk - 1) / chunk;
+    uint32_t helpers = workers - 1;
+    if (helpers > chunks - 1) {
+        helpers = (uint32_t)(chunks - 1);
+    }
+    struct apply *a = aligned_alloc(CQ_CACHELINE, sizeof *a);
+    if (a == NULL) {
+        cq__crash("cq_apply_f: out of memory");
+    }
+    atomic_init(&a->next, 0);
+    atomic_init(&a->done, 0);
+    atomic_init(&a->refs, helpers + 1);
+    cq__event_init(&a->finished);
+    a->iterations = n;
+    a->chunk = chunk;
+    a->function = st->function;
+    a->ranges = st->ranges;
+    a->context = st->context;
+    for (uint32_t h = 0; h < helpers; h++) {
+        struct cq__task *t = cq__task_alloc();
+        cq__item_init(&t->item, CQ__ITEM_APPLY, 0);
+        t->context = a;
+        cq__queue_push(st->queue, &t->item, CQ__PUSH_TAIL);
+    }
+    participate(a);
+    st->shared = a;
+}
+
+static void apply(size_t iterations, cq_queue_t q, void *ctx, cq_apply_function_t fn,
+                  cq_apply_range_function_t ranges, const char *call)
+{
+    cq__queue_check(q, call);
+    if (fn == NULL && ranges == NULL) {
+        cq__crash("%s: NULL function", call);
+    }
+    if (iterations == 0) {
+        return;
+    }
+    if (cq__unlikely(iterations > PTRDIFF_MAX)) {
+        cq__crash("%s: %zu iterations is too many (a negative count converted to size_t?)", call,
+                  iterations);
+    }
+    struct apply_start st = {iterations, fn, ranges, ctx, q, NULL};
+    cq__sync_named(q, &st, apply_on_queue, call);
+    if (st.shared) {
+        /* Only chunks in progress on helpers are waited for; helpers that never started
+         * find nothing left and drop their reference. */
+        cq__event_wait(&st.shared->finished);
+        apply_release(st.shared);
+    }
+}
+
+void cq_apply_f(size_t iterations, cq_queue_t q, void *ctx, cq_apply_function_t fn)
+{
+    apply(iterations, q, ctx, fn, NULL, "cq_apply_f");
+}
+
+void cq_apply_ranges_f(size_t iterations, cq_queue_t q, void *ctx, cq_apply_range_function_t ranges)
+{
+    apply(iterations, q, ctx, NULL, ranges, "cq_apply_ranges_f");
+}
+
+CQ__ITEM_KIND_REGISTER(CQ__ITEM_APPLY, cq__apply_invoke)

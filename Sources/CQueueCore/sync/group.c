@@ -1,0 +1,413 @@
+/*
+ * Groups (see group_internal.h for the state word).
+ */
+#include "sync/group_internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+
+#include "platform/diag_internal.h"
+#include "platform/parker_internal.h"
+#include "queue/queue_internal.h"
+#include "scheduler/pool_internal.h"
+#include "scheduler/task_internal.h"
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+               "the generation futex is the upper half of the state word");
+
+struct cq__group_notify {
+    struct cq__group_notify *next;
+    uint32_t gen;             /* runs when the group empties in this generation */
+    struct cq_queue_s *queue; /* holds an internal reference */
+    void *context;
+    cq_function_t function;
+};
+
+static void group_xref_dispose(struct cq__object *o);
+static void group_dispose(struct cq__object *o);
+
+const struct cq__class cq__group_class = {
+    .kind = CQ__KIND_GROUP,
+    .name = "group",
+    .xref_dispose = group_xref_dispose,
+    .dispose = group_dispose,
+};
+
+static inline struct cq_group_s *group_check(cq_group_t g, const char *call)
+{
+    if (cq__unlikely(g == NULL || g->obj.cls != &cq__group_class)) {
+        cq__object_check(g, CQ__KIND_GROUP, call);
+    }
+    return g;
+}
+
+static inline _Atomic uint32_t *gen_word(struct cq_group_s *g)
+{
+    return (_Atomic uint32_t *)((char *)&g->state + 4);
+}
+
+cq_group_t cq_group_create(void)
+{
+    struct cq_group_s *g = aligned_alloc(CQ_CACHELINE, sizeof *g);
+    if (g == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    cq__object_init(&g->obj, &cq__group_class);
+    atomic_init(&g->state, 0);
+    pthread_mutex_init(&g->notify_lock, NULL);
+    g->notify_head = g->notify_tail = NULL;
+    g->flag_gen = g->wakes_due = g->wakes_done = 0;
+    g->wake_ref = false;
+    return g;
+}
+
+/*
+ * The last cq_release. A busy group must outlive it (its tasks hold no reference): take an
+ * internal one for the count and mark the word ORPHAN, which the emptying leave sees in its
+ * add and drops it. An empty group goes at once, or when its wakers are done (they hold their
+ * own reference).
+ */
+static void group_xref_dispose(struct cq__object *o)
+{
+    struct cq_group_s *g = (struct cq_group_s *)o;
+    /* acquire: every leave's add (the last touch of a leave that saw no flag) happens-before
+     * the free that may follow when we find the group empty; pairs with the leaves' acq_rel add in
+     * cq_group_leave */
+    uint64_t s = cq__load(&g->state, acquire);
+    if (CQ__GS_COUNT(s) == 0) {
+        return;
+    }
+    cq__ref_retain(&g->obj);
+    /* release: our retain happens-before the emptying leave's drop (it acquires the add); pairs
+     * with the emptying leave's acq_rel add */
+    while (!cq__cas_weak(&g->state, &s, s | CQ__GS_ORPHAN, acq_rel)) {
+        /* acquire, as above: a failed CAS reads relaxed (found by ThreadSanitizer); pairs with the
+         * leaves' acq_rel add in cq_group_leave */
+        s = cq__load(&g->state, acquire);
+        if (CQ__GS_COUNT(s) == 0) {
+            cq__ref_release(&g->obj); /* cannot be the last: the caller still holds one */
+            return;
+        }
+    }
+}
+
+/* Under notify_lock: a CAS just set the first flag on a word `s` without any. */
+static void flags_set(struct cq_group_s *g, uint64_t s)
+{
+    g->flag_gen = CQ__GS_GEN(s);
+    if (!g->wake_ref) {
+        g->wake_ref = true;
+        cq__ref_retain(&g->obj); /* the caller's own reference keeps g alive until now */
+    }
+}
+
+static void group_dispose(struct cq__object *o)
+{
+    struct cq_group_s *g = (struct cq_group_s *)o;
+    cq_function_t fin = g->obj.finalizer;
+    void *ctx = g->obj.context;
+    pthread_mutex_destroy(&g->notify_lock);
+    g->obj.cls = NULL;
+    free(g);
+    if (fin && ctx) { /* as libdispatch: no context, no finalizer */
+        cq_async_f(&cq__root_queues[CQ__PRIO_DEFAULT], ctx, fin);
+    }
+}
+
+static inline void enter(struct cq_group_s *g)
+{
+    uint64_t s = cq__load(&g->state, relaxed), n;
+    do {
+        if (cq__unlikely(CQ__GS_FIELD(s) == CQ__GS_COUNT_ONE)) { /* the count is at its maximum */
+            cq__crash("cq_group_enter: too many outstanding enters on group %p", (void *)g);
+        }
+        /* minus one in bits 3-31; the upper half (the generation) is kept as it is */
+        n = (s & ~0xffffffffull) | (uint32_t)((uint32_t)s - (uint32_t)CQ__GS_COUNT_ONE);
+    } while (!cq__cas_weak(&g->state, &s, n, relaxed));
+}
+
+void cq_group_enter(cq_group_t g)
+{
+    enter(group_check(g, "cq_group_enter"));
+}
+
+/* Our leave emptied generation GEN(old) and saw WAITERS or NOTIFY in `old`. The wakers'
+ * reference keeps g alive until we have counted ourselves done. */
+static CQ_NOINLINE void group_wake(struct cq_group_s *g, uint64_t old)
+{
+    uint32_t gen = CQ__GS_GEN(old);
+    if (old & CQ__GS_WAITERS) {
+        cq__futex_wake(gen_word(g), INT_MAX); /* our add moved the word they sleep on */
+    }
+    struct cq__group_notify *list = NULL, **tail = &list;
+    pthread_mutex_lock(&g->notify_lock);
+    if (old & CQ__GS_NOTIFY) {
+        /* The notifies of our generation (and of earlier ones, whose wakers are late) are at
+         * the front; those of a later generation wait for their own emptying. */
+        while (g->notify_head && (int32_t)(g->notify_head->gen - gen) <= 0) {
+            *tail = g->notify_head;
+            tail = &g->notify_head->next;
+            g->notify_head = g->notify_head->next;
+        }
+        *tail = NULL;
+        if (g->notify_head == NULL) {
+            g->notify_tail = NULL;
+        }
+    }
+    /* Clear what no later generation needs: NOTIFY once the list is empty (the list only
+     * changes under the lock), WAITERS while the group is still empty (a waiter of a later
+     * generation sets it again, and the leave that empties that one sees it). */
+    uint64_t s = cq__load(&g->state, relaxed), n;
+    do {
+        n = s;
+        if (g->notify_head == NULL) {
+            n &= ~CQ__GS_NOTIFY;
+        }
+        if (CQ__GS_COUNT(s) == 0) {
+            n &= ~CQ__GS_WAITERS;
+        }
+    } while (n != s && !cq__cas_weak(&g->state, &s, n, relaxed));
+    if ((s & CQ__GS_FLAGS) && !(n & CQ__GS_FLAGS)) {
+        /* we closed an interval: its emptyings are all counted, each one a group_wake */
+        g->wakes_due += CQ__GS_GEN(s) - g->flag_gen;
+    }
+    g->wakes_done++;
+    /* The flags only change under the lock: a flagless word stays so while we hold it. */
+    bool drop = g->wake_ref && !(cq__load(&g->state, relaxed) & CQ__GS_FLAGS) &&
+                g->wakes_done == g->wakes_due;
+    if (drop) {
+        g->wake_ref = false;
+    }
+    pthread_mutex_unlock(&g->notify_lock);
+    if (drop) {
+        cq__ref_release(&g->obj); /* the wakers' reference; may free g */
+    }
+    while (list) {
+        struct cq__group_notify *next = list->next;
+        cq_async_f(list->queue, list->context, list->function);
+        cq__ref_release(&list->queue->obj);
+        free(list);
+        list = next;
+    }
+}
+
+/* Our leave emptied the group and saw a flag or ORPHAN in `s`. */
+static CQ_NOINLINE void leave_emptied(struct cq_group_s *g, uint64_t s)
+{
+    if (s & CQ__GS_FLAGS) {
+        group_wake(g, s);
+    }
+    if (s & CQ__GS_ORPHAN) {
+        cq__ref_release(&g->obj); /* the count's reference (group_xref_dispose); may free g */
+    }
+}
+
+static inline void leave(struct cq_group_s *g)
+{
+    /* release: the work done before leaving happens-before a waiter that sees the group empty;
+     * acquire: for the emptying leave, the other leaves' work (and their last touch of g)
+     * happens-before what it does next: waking, notifies, perhaps freeing g.
+     * Adding one to minus the count: the emptying leave carries into the generation. Pairs with
+     * the waiters' acquire loads of the word and the ORPHAN CAS in the last release */
+    uint64_t s = cq__add(&g->state, CQ__GS_COUNT_ONE, acq_rel);
+    /* No bit, and the count was not 0: nothing more to do, emptying or not. If we emptied it,
+     * g may be freed from now on: do not touch it. */
+    if (cq__likely(((uint32_t)s & (uint32_t)(CQ__GS_FLAGS | CQ__GS_ORPHAN)) == 0 &&
+                   CQ__GS_FIELD(s) != 0)) {
+        return;
+    }
+    if (cq__unlikely(CQ__GS_FIELD(s) == 0)) {
+        cq__crash("cq_group_leave: unbalanced call on group %p (leave without a matching enter)",
+                  (void *)g);
+    }
+    if (CQ__GS_FIELD(s) == (uint32_t)CQ__GS_COUNT_MASK) { /* the count was 1: we emptied it */
+        leave_emptied(g, s);
+    }
+}
+
+void cq_group_leave(cq_group_t g)
+{
+    leave(group_check(g, "cq_group_leave"));
+}
+
+void cq__group_task_done(struct cq_group_s *g)
+{
+    leave(g);
+}
+
+void cq_group_async_f(cq_group_t g, cq_queue_t q, void *ctx, cq_function_t fn)
+{
+    group_check(g, "cq_group_async_f");
+    cq__queue_check(q, "cq_group_async_f");
+    if (cq__unlikely(fn == NULL)) {
+        cq__crash("cq_group_async_f: NULL function");
+    }
+    enter(g);
+    struct cq__task *t = cq__task_alloc();
+    cq__item_init(&t->item, CQ__ITEM_GROUP_TASK, 0);
+    t->function = fn;
+    t->context = ctx;
+    t->group = g;
+    cq__queue_push(q, &t->item, CQ__PUSH_TAIL);
+}
+
+static bool is_task_of(struct cq__item *it, void *g)
+{
+    return it->kind == CQ__ITEM_GROUP_TASK && ((struct cq__task *)it)->group == g;
+}
+
+/* Sets WAITERS for a waiter of generation `gen` (under the lock: it may be the first flag); false
+ * if the group emptied in that generation meanwhile. */
+static bool set_waiters(struct cq_group_s *g, uint32_t gen)
+{
+    bool set = false;
+    pthread_mutex_lock(&g->notify_lock);
+    uint64_t s = cq__load(&g->state, relaxed);
+    while (CQ__GS_COUNT(s) != 0 && CQ__GS_GEN(s) == gen) {
+        if (s & CQ__GS_WAITERS) {
+            set = true;
+            break;
+        }
+        if (cq__cas_weak(&g->state, &s, s | CQ__GS_WAITERS, relaxed)) {
+            if (!(s & CQ__GS_FLAGS)) {
+                flags_set(g, s);
+            }
+            set = true;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&g->notify_lock);
+    return set;
+}
+
+intptr_t cq_group_wait(cq_group_t g, cq_time_t timeout)
+{
+    group_check(g, "cq_group_wait");
+    /* acquire: pairs with the release of the emptying leave */
+    uint64_t s = cq__load(&g->state, acquire);
+    if (CQ__GS_COUNT(s) == 0) {
+        return 0;
+    }
+    if (cq__unlikely(cq__tls.group == g) && timeout == CQ_TIME_FOREVER) {
+        cq__crash("cq_group_wait: deadlock: called from a task of %s, which cannot empty while "
+                  "its own task waits for it",
+                  CQ_DESCRIBE(g));
+    }
+    uint32_t gen = CQ__GS_GEN(s);
+    /* Fork-join: our own children are usually still in our run queue. Run them here. */
+    while (cq__pool_help(is_task_of, g)) {
+        /* pairs with the leaves' acq_rel add in cq_group_leave */
+        s = cq__load(&g->state, acquire);
+        if (CQ__GS_COUNT(s) == 0 || CQ__GS_GEN(s) != gen) {
+            return 0;
+        }
+    }
+    if (timeout == CQ_TIME_NOW) {
+        return 1;
+    }
+    struct cq__spin sp;
+    cq__spin_init(&sp, CQ__SPIN_WAIT_NS);
+    while (cq__spin_next(&sp)) {
+        /* pairs with the leaves' acq_rel add in cq_group_leave */
+        s = cq__load(&g->state, acquire);
+        if (CQ__GS_COUNT(s) == 0 || CQ__GS_GEN(s) != gen) {
+            return 0;
+        }
+    }
+    struct cq__deadline d;
+    cq__deadline_init(&d, timeout);
+    struct cq__block block;
+    cq__pool_block_begin(&block);
+    intptr_t result = 1;
+    for (;;) {
+        /* pairs with the leaves' acq_rel add in cq_group_leave */
+        s = cq__load(&g->state, acquire);
+        if (CQ__GS_COUNT(s) == 0 || CQ__GS_GEN(s) != gen) {
+            result = 0;
+            break;
+        }
+        if (!(s & CQ__GS_WAITERS) && !set_waiters(g, gen)) {
+            continue; /* it emptied meanwhile: the check above returns */
+        }
+        if (cq__futex_wait(gen_word(g), gen, &d) == ETIMEDOUT) {
+            /* pairs with the leaves' acq_rel add in cq_group_leave */
+            s = cq__load(&g->state, acquire);
+            result = (CQ__GS_COUNT(s) == 0 || CQ__GS_GEN(s) != gen) ? 0 : 1;
+            break;
+        }
+    }
+    cq__pool_block_end(&block);
+    return result;
+}
+
+void cq_group_notify_f(cq_group_t g, cq_queue_t q, void *ctx, cq_function_t fn)
+{
+    group_check(g, "cq_group_notify_f");
+    cq__queue_check(q, "cq_group_notify_f");
+    if (cq__unlikely(fn == NULL)) {
+        cq__crash("cq_group_notify_f: NULL function");
+    }
+    struct cq__group_notify *n = malloc(sizeof *n);
+    if (n == NULL) {
+        cq__crash("cq_group_notify_f: out of memory");
+    }
+    n->next = NULL;
+    n->queue = q;
+    n->context = ctx;
+    n->function = fn;
+    pthread_mutex_lock(&g->notify_lock);
+    /* pairs with the leaves' acq_rel add in cq_group_leave */
+    uint64_t s = cq__load(&g->state, acquire);
+    for (;;) {
+        if (CQ__GS_COUNT(s) == 0) {
+            /* Empty now: the notifies still listed belong to generations that have ended. */
+            pthread_mutex_unlock(&g->notify_lock);
+            free(n);
+            cq_async_f(q, ctx, fn);
+            return;
+        }
+        if (s & CQ__GS_NOTIFY) {
+            break;
+        }
+        /* acq_rel: an emptying leave that sees NOTIFY takes the list after our append (it
+         * locks). A CAS that fails because the group emptied meanwhile read the word relaxed:
+         * load it again with acquire, so that a notify run at once sees the members' work. Pairs
+         * with the emptying leave's acq_rel add, which then runs the notifies */
+        if (cq__cas_weak(&g->state, &s, s | CQ__GS_NOTIFY, acq_rel)) {
+            if (!(s & CQ__GS_FLAGS)) {
+                flags_set(g, s);
+            }
+            break;
+        }
+        /* pairs with the leaves' acq_rel add in cq_group_leave */
+        s = cq__load(&g->state, acquire);
+    }
+    n->gen = CQ__GS_GEN(s);
+    cq__ref_retain(&q->obj);
+    if (g->notify_tail) {
+        g->notify_tail->next = n;
+    } else {
+        g->notify_head = n;
+    }
+    g->notify_tail = n;
+    pthread_mutex_unlock(&g->notify_lock);
+}
+
+/* ---- running a group's task ------------------------------------------------------------------ */
+
+static void group_task_run(struct cq__item *it)
+{
+    struct cq__task *t = (struct cq__task *)it;
+    cq_function_t fn = t->function;
+    void *ctx = t->context;
+    struct cq_group_s *g = t->group;
+    cq__task_free(t); /* before the call: the function's own submissions reuse it */
+    struct cq_group_s *outer = cq__tls.group; /* a task run by a waiting task */
+    cq__tls.group = g;
+    fn(ctx);
+    cq__tls.group = outer;
+    cq__group_task_done(g);
+}
+CQ__ITEM_KIND_REGISTER(CQ__ITEM_GROUP_TASK, group_task_run)

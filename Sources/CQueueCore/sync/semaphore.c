@@ -1,0 +1,205 @@
+/*
+ * Counting semaphores.
+ *
+ *   value  the count; negative: that many waiters. One atomic on each side when it need not
+ *          wait.
+ *   wake   a futex word: the low 16 bits count wake-up tokens granted by signals to waiters and
+ *          not yet taken, the high 16 bits count waiters asleep on it. A signal adds a token
+ *          and learns in the same atomic operation whether anyone sleeps, so it never touches
+ *          the semaphore after publishing the token (the waiter may then release it at once);
+ *          it makes a system call only when somebody sleeps.
+ * A waiter spins for a token before it sleeps; one that times out gives its decrement back
+ * unless a signal already counted it, in which case it takes the token that signal grants.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include <cqueuecore/queue.h>
+#include <cqueuecore/semaphore.h>
+
+#include "platform/diag_internal.h"
+#include "platform/object_internal.h"
+#include "platform/parker_internal.h"
+#include "scheduler/pool_internal.h"
+
+#define WAKE_TOKEN 1u
+#define WAKE_TOKENS(w) ((w)&0xffffu)
+#define WAKE_SLEEPER 0x10000u
+
+struct cq_semaphore_s {
+    struct cq__object obj;
+    _Atomic int64_t value CQ_CACHE_ALIGNED;
+    _Atomic uint32_t wake;
+    int64_t orig; /* written once */
+};
+
+static void semaphore_xref_dispose(struct cq__object *o);
+static void semaphore_dispose(struct cq__object *o);
+
+const struct cq__class cq__semaphore_class = {
+    .kind = CQ__KIND_SEMAPHORE,
+    .name = "semaphore",
+    .xref_dispose = semaphore_xref_dispose,
+    .dispose = semaphore_dispose,
+};
+
+static inline struct cq_semaphore_s *sema_check(cq_semaphore_t s, const char *call)
+{
+    if (cq__unlikely(s == NULL || s->obj.cls != &cq__semaphore_class)) {
+        /* (aborts; taking s back from it spares the fast paths a saved register) */
+        s = (struct cq_semaphore_s *)cq__object_check(s, CQ__KIND_SEMAPHORE, call);
+    }
+    return s;
+}
+
+cq_semaphore_t cq_semaphore_create(intptr_t value)
+{
+    if (value < 0) {
+        cq__report("cq_semaphore_create: negative initial value %" PRIdPTR " (returning NULL)",
+                   value);
+        errno = EINVAL;
+        return NULL;
+    }
+    struct cq_semaphore_s *s = aligned_alloc(CQ_CACHELINE, sizeof *s);
+    if (s == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    cq__object_init(&s->obj, &cq__semaphore_class);
+    atomic_init(&s->value, value);
+    atomic_init(&s->wake, 0);
+    s->orig = value;
+    return s;
+}
+
+static void semaphore_xref_dispose(struct cq__object *o)
+{
+    struct cq_semaphore_s *s = (struct cq_semaphore_s *)o;
+    int64_t v = cq__load(&s->value, relaxed);
+    if (cq__unlikely(v < s->orig)) {
+        cq__crash("cq_release: semaphore %p released while in use (count %" PRId64
+                  " is below its initial value %" PRId64 ")",
+                  (void *)s, v, s->orig);
+    }
+}
+
+static void semaphore_dispose(struct cq__object *o)
+{
+    cq_function_t fin = o->finalizer;
+    void *ctx = o->context;
+    o->cls = NULL;
+    free(o);
+    if (fin && ctx) { /* as libdispatch: no context, no finalizer */
+        cq_async_f(cq_get_global_queue(CQ_QUEUE_PRIORITY_DEFAULT, 0), ctx, fin);
+    }
+}
+
+static CQ_NOINLINE void signal_overflow(struct cq_semaphore_s *s)
+{
+    cq__crash("cq_semaphore_signal: the count of %s overflowed", CQ_DESCRIBE(s));
+}
+
+intptr_t cq_semaphore_signal(cq_semaphore_t sema)
+{
+    struct cq_semaphore_s *s = sema_check(sema, "cq_semaphore_signal");
+    /* release: pairs with the waiter's acquire decrement or token CAS */
+    intptr_t old = cq__add(&s->value, 1, release);
+    if (cq__likely(old >= 0)) {
+        if (cq__unlikely(old == INTPTR_MAX)) {
+            signal_overflow(s);
+        }
+        return 0;
+    }
+    /* A waiter counted on us: grant it a token. release: pairs with take_token's acquire. */
+    uint32_t w = cq__add(&s->wake, WAKE_TOKEN, release);
+    if (w >= WAKE_SLEEPER) {
+        cq__futex_wake(&s->wake, 1); /* no access to *s: it may be gone already */
+    }
+    return 1;
+}
+
+/* Takes a token if one is there; `sleeping`: we are registered as a sleeper and leave. */
+static inline bool take_token(struct cq_semaphore_s *s, bool sleeping)
+{
+    uint32_t w = cq__load(&s->wake, relaxed);
+    while (WAKE_TOKENS(w) != 0) {
+        uint32_t n = w - WAKE_TOKEN - (sleeping ? WAKE_SLEEPER : 0);
+        /* acquire: pairs with the signaller's release */
+        if (cq__cas_weak(&s->wake, &w, n, acquire)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Gives our decrement back after a timeout; false if a signal already counted us (then a token
+ * is or will be granted, and we must take it). */
+static bool undo_wait(struct cq_semaphore_s *s)
+{
+    int64_t v = cq__load(&s->value, relaxed);
+    while (v < 0) {
+        if (cq__cas_weak(&s->value, &v, v + 1, relaxed)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static CQ_NOINLINE intptr_t wait_slow(struct cq_semaphore_s *s, cq_time_t timeout)
+{
+    if (take_token(s, false)) {
+        return 0;
+    }
+    if (timeout != CQ_TIME_NOW) {
+        struct cq__spin sp;
+        cq__spin_init(&sp, CQ__SPIN_WAIT_NS);
+        while (cq__spin_next(&sp)) {
+            if (take_token(s, false)) {
+                return 0;
+            }
+        }
+    }
+    struct cq__deadline d;
+    cq__deadline_init(&d, timeout);
+    if (cq__deadline_passed(&d) && undo_wait(s)) {
+        return 1;
+    }
+    struct cq__block block;
+    cq__pool_block_begin(&block);
+    intptr_t result = 0;
+    const struct cq__deadline *dl = &d;
+    cq__add(&s->wake, WAKE_SLEEPER, relaxed);
+    for (;;) {
+        if (take_token(s, true)) {
+            break; /* and no longer counted as a sleeper */
+        }
+        uint32_t w = cq__load(&s->wake, relaxed);
+        if (WAKE_TOKENS(w) != 0) {
+            continue;
+        }
+        if (cq__futex_wait(&s->wake, w, dl) == ETIMEDOUT) {
+            if (take_token(s, true)) {
+                break;
+            }
+            if (undo_wait(s)) {
+                cq__sub(&s->wake, WAKE_SLEEPER, relaxed);
+                result = 1;
+                break;
+            }
+            dl = NULL; /* a signal counted us: its token is on the way */
+        }
+    }
+    cq__pool_block_end(&block);
+    return result;
+}
+
+intptr_t cq_semaphore_wait(cq_semaphore_t sema, cq_time_t timeout)
+{
+    struct cq_semaphore_s *s = sema_check(sema, "cq_semaphore_wait");
+    /* acquire: pairs with the release increment of the signal that gave us the resource */
+    if (cq__likely(cq__sub(&s->value, 1, acquire) > 0)) {
+        return 0;
+    }
+    return wait_slow(s, timeout);
+}
