@@ -53,6 +53,7 @@
 #include "platform/diag_internal.h"
 #include "platform/fork_internal.h"
 #include "scheduler/pool_internal.h"
+#include "scheduler/task_internal.h"
 
 struct cq__reactor_state cq__reactor = {
     .epfd = -1, .wakefd = -1, .tfd = {-1, -1}, .sigfd = -1, .inofd = -1};
@@ -506,6 +507,11 @@ static void *reactor_main(void *arg)
         int64_t next[2];
         cq__timers_run(&next[0], &next[1]);
         arm(1, next[1]);
+        /* The tasks left in our cache (we allocate them when we fire windows, and never free
+         * any) come from whichever arenas the last refill held: before we sleep, they go to
+         * the depot, where the trimmer sees them, or they would keep those arenas mapped. A
+         * no-op when the cache is empty, as it is on most turns. */
+        cq__task_cache_flush();
         int n;
         if (R.pwait2) {
             /* The monotonic deadline is epoll_pwait2's own timeout: one system call per wait,

@@ -165,6 +165,19 @@ static struct cq__task *slab_alloc(void)
 }
 
 static struct cds_lfs_stack depot;
+
+/* Set by a trim that left partly free arenas mapped beyond the minimum; the next push to the
+ * depot clears it and asks for another trim, so tasks freed after a trim (a burst's tail, a
+ * cache handed over later) still give their arenas back, and an idle process, which frees
+ * nothing more, sees no further trims. Relaxed: a hint; a missed or extra trim is harmless. */
+static _Atomic bool trim_retry;
+
+static void note_retry(void)
+{
+    if (cq__load(&trim_retry, relaxed) && cq__xchg(&trim_retry, false, relaxed)) {
+        cq__trim_later();
+    }
+}
 static pthread_once_t depot_once = PTHREAD_ONCE_INIT;
 
 static void depot_init(void)
@@ -261,6 +274,7 @@ CQ_NOINLINE void cq__task_free_slow(void)
     cq__tls.cache_count -= CQ__TASK_BATCH;
     cq__store(&last->item.next, NULL, relaxed);
     depot_push(head, CQ__TASK_BATCH);
+    note_retry();
 }
 
 /* The whole cache goes as one batch (at most CQ__TASK_CACHE_MAX tasks): no walk. */
@@ -273,6 +287,7 @@ void cq__task_cache_flush(void)
     depot_push(cq__tls.cache, cq__tls.cache_count);
     cq__tls.cache = NULL;
     cq__tls.cache_count = 0;
+    note_retry();
 }
 
 /* A pool worker about to park: while a trim is due, its free tasks go to the depot, where the
@@ -280,7 +295,7 @@ void cq__task_cache_flush(void)
  * may come from any arena). Off the hot path: parking costs a futex wait anyway. */
 void cq__task_idle(void)
 {
-    if (cq__load(&trim.due, relaxed) != 0) {
+    if (cq__load(&trim.due, relaxed) != 0 || cq__load(&trim_retry, relaxed)) {
         cq__task_cache_flush();
     }
 }
@@ -425,6 +440,14 @@ static void trim_arenas(void)
         }
     }
     pacing_note_trim(released);
+    /* Arenas partly free stay mapped: their other tasks are in use, or wait in a thread's
+     * cache, or are freed after this trim (the tail of a burst). If more than the minimum stay,
+     * the next free to the depot asks for another trim (see note_retry). */
+    bool partial = false;
+    for (uint32_t i = 0; i < n; i++) {
+        partial |= ta[i].free != 0 && !ta[i].release;
+    }
+    cq__store(&trim_retry, partial && narenas - released > TRIM_MIN_ARENAS, relaxed);
     uint32_t kept = 0;
     for (uint32_t r = 0; r < narenas; r++) {
         if (arenas[r].base != NULL) {
