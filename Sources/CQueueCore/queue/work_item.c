@@ -37,11 +37,16 @@ struct cq_work_item_s {
     cq_group_t done;        /* entered until the item finishes; written once */
 };
 
+static void finish(struct cq_work_item_s *w);
+
 static void work_item_dispose(struct cq__object *o)
 {
     struct cq_work_item_s *w = (struct cq_work_item_s *)o;
     cq_function_t fin = o->finalizer;
     void *ctx = o->context;
+    /* Released without ever running (nor being cancelled): leave its group now, as libdispatch
+     * does, so notifications still run and the group, kept alive while entered, goes too. */
+    finish(w);
     cq_release(w->done);
     o->cls = NULL;
     free(w);
