@@ -173,18 +173,17 @@ static int *positions(int n, uint64_t seed)
     return pos;
 }
 
-/* 20k timers onto one serial queue, due 0-100 ms out: the first ones come due while the rest
- * are still being submitted. */
-static void test_serial_burst(void)
+/* n timers in shuffled order onto one serial queue, due 0 to `spread_ns` out, on the monotonic
+ * or the wall clock; checks order, count and "not early". */
+static void serial_burst(int n, uint64_t seed, bool wall, int64_t spread_ns, const char *label)
 {
-    enum { N = 20000 };
-    uint64_t seed = 0xa5f7e2;
-    struct burst *b = burst_new(N, true);
-    struct shot *shots = calloc(N, sizeof *shots);
+    struct burst *b = burst_new(n, true);
+    b->wall = wall;
+    struct shot *shots = calloc((size_t)n, sizeof *shots);
     REQUIRE(shots != NULL);
-    cq_queue_t q = cq_queue_create("after-burst", NULL);
-    submit(b, shots, q, 1000, 100 * 1000000ll, seed);
-    int *pos = positions(N, seed);
+    cq_queue_t q = cq_queue_create(label, NULL);
+    submit(b, shots, q, 1000, spread_ns, seed);
+    int *pos = positions(n, seed);
     check(b, pos);
     free(pos);
     cq_release(q);
@@ -192,7 +191,13 @@ static void test_serial_burst(void)
     burst_free(b);
 }
 
-/* Equal deadlines fire in submission order (one cq_time value for a whole group). */
+/* 20k timers onto one serial queue, due 0-100 ms out: the first ones come due while the rest
+ * are still being submitted. */
+static void test_serial_burst(void)
+{
+    serial_burst(20000, 0xa5f7e2, false, 100 * 1000000ll, "after-burst");
+}
+
 static void test_ties(void)
 {
     enum { N = 3000, GROUPS = 30 };
@@ -296,20 +301,7 @@ static void test_two_submitters(void)
  * order on a serial queue. */
 static void test_wall_clock(void)
 {
-    enum { N = 2000 };
-    uint64_t seed = 0x3a11;
-    struct burst *b = burst_new(N, true);
-    b->wall = true;
-    struct shot *shots = calloc(N, sizeof *shots);
-    REQUIRE(shots != NULL);
-    cq_queue_t q = cq_queue_create("after-wall", NULL);
-    submit(b, shots, q, 1000, 20 * 1000000ll, seed);
-    int *pos = positions(N, seed);
-    check(b, pos);
-    free(pos);
-    cq_release(q);
-    free(shots);
-    burst_free(b);
+    serial_burst(2000, 0x3a11, true, 20 * 1000000ll, "after-wall");
 }
 
 int main(void)

@@ -7,7 +7,7 @@
 # Tests/fuzz/corpus are read, never written); crashes, timeouts and leaks are written to
 # Tests/fuzz/crashes/ (not committed). Extra arguments go to libFuzzer, e.g.
 #   Tests/fuzz/run.sh 600 -workers=1 -jobs=1
-# Environment: CLANG (default /opt/swift/usr/bin/clang, else clang on the PATH), BUILD_FUZZ
+# Environment: CLANG (default: the clang next to `swift` on the PATH, else clang on the PATH), BUILD_FUZZ
 # (default <repo>/build-fuzz).
 set -euo pipefail
 
@@ -18,8 +18,10 @@ shift || true
 
 clang=${CLANG:-}
 if [ -z "$clang" ]; then
-    if [ -x /opt/swift/usr/bin/clang ]; then
-        clang=/opt/swift/usr/bin/clang
+    # The Swift toolchain's clang (it has libFuzzer), found next to `swift` on the PATH.
+    swift_bin=$(command -v swift || true)
+    if [ -n "$swift_bin" ] && [ -x "$(dirname "$(readlink -f "$swift_bin")")/clang" ]; then
+        clang=$(dirname "$(readlink -f "$swift_bin")")/clang
     else
         clang=$(command -v clang || true)
     fi

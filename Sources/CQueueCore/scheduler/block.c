@@ -11,14 +11,6 @@
 
 #include "scheduler/thread_internal.h"
 
-#define IDLE_SEARCHING CQ__IDLE_SEARCHING
-#define IDLE_UNPARKED CQ__IDLE_UNPARKED
-#define IDLE_NPROCS CQ__IDLE_NPROCS
-#define IDLE_SEARCHING_ONE CQ__IDLE_SEARCHING_ONE
-#define IDLE_UNPARKED_ONE CQ__IDLE_UNPARKED_ONE
-#define IDLE_NPROCS_ONE CQ__IDLE_NPROCS_ONE
-#define pool cq__pool
-
 void cq__pool_block_begin(struct cq__block *blk)
 {
     struct cq__thread *t = cq__tls.thread;
@@ -26,17 +18,17 @@ void cq__pool_block_begin(struct cq__block *blk)
     if (t == NULL) {
         return;
     }
-    cq__add(&pool.blocked, 1, relaxed);
+    cq__add(&cq__pool.blocked, 1, relaxed);
     struct cq__proc *p = t->proc;
     if (p == NULL) {
         return;
     }
-    struct cq__band *b = &pool.band[p->band];
+    struct cq__band *b = &cq__pool.band[p->band];
     cq__store(&p->running, 0, relaxed);
     t->proc = NULL;
     cq__tls.proc = NULL;
     bool work = cq__pool_proc_has_work(p) || cq__pool_band_work_waiting(p->band);
-    pthread_mutex_lock(&pool.lock);
+    pthread_mutex_lock(&cq__pool.lock);
     if (work) {
         struct cq__thread *spare = b->spares;
         if (spare) {
@@ -45,21 +37,21 @@ void cq__pool_block_begin(struct cq__block *blk)
             spare->proc = p;
             spare->wake_searching = false;
             p->thread = spare;
-            pthread_mutex_unlock(&pool.lock);
-            cq__add(&pool.handoffs, 1, relaxed);
+            pthread_mutex_unlock(&cq__pool.lock);
+            cq__add(&cq__pool.handoffs, 1, relaxed);
             cq__pool_unpark_thread(spare);
             return;
         }
         if (cq__pool_thread_slot_reserve_locked()) {
-            pthread_mutex_unlock(&pool.lock);
-            cq__add(&pool.handoffs, 1, relaxed);
+            pthread_mutex_unlock(&cq__pool.lock);
+            cq__add(&cq__pool.handoffs, 1, relaxed);
             cq__pool_spawn_thread(p, false);
             return;
         }
         /* At the limit: keep the proc. Thieves can take its rings but not its LIFO slot
          * (only a running owner's), so the item there moves to its ring, and an idle worker
          * is told: no runnable item stays pinned to a thread that sleeps. */
-        pthread_mutex_unlock(&pool.lock);
+        pthread_mutex_unlock(&cq__pool.lock);
         t->proc = p;
         cq__tls.proc = p;
         struct cq__item *pinned = cq__pool_lifo_take(p);
@@ -75,7 +67,7 @@ void cq__pool_block_begin(struct cq__block *blk)
     }
     p->thread = NULL;
     cq__pool_idle_push_free_locked(p);
-    pthread_mutex_unlock(&pool.lock);
+    pthread_mutex_unlock(&cq__pool.lock);
     /* pairs with the producers' seq_cst publish-then-idle-word-load (find.c, item_internal.h):
      * store-load before the work re-check */
     cq__fence(seq_cst);
@@ -89,7 +81,7 @@ void cq__pool_block_end(struct cq__block *blk)
     if (!blk->active) {
         return;
     }
-    cq__sub(&pool.blocked, 1, relaxed);
+    cq__sub(&cq__pool.blocked, 1, relaxed);
     struct cq__thread *t = cq__tls.thread;
     if (t->proc == NULL) {
         cq__pool_acquire_proc(t,

@@ -12,22 +12,14 @@
 #include "platform/diag_internal.h"
 #include "scheduler/thread_internal.h"
 
-#define IDLE_SEARCHING CQ__IDLE_SEARCHING
-#define IDLE_UNPARKED CQ__IDLE_UNPARKED
-#define IDLE_NPROCS CQ__IDLE_NPROCS
-#define IDLE_SEARCHING_ONE CQ__IDLE_SEARCHING_ONE
-#define IDLE_UNPARKED_ONE CQ__IDLE_UNPARKED_ONE
-#define IDLE_NPROCS_ONE CQ__IDLE_NPROCS_ONE
-#define pool cq__pool
-
 void cq__pool_idle_push_free_locked(struct cq__proc *p)
 {
-    struct cq__band *b = &pool.band[p->band];
+    struct cq__band *b = &cq__pool.band[p->band];
     p->idle = true;
     p->next_idle = b->idle_free;
     b->idle_free = p;
     /* idle word: pairs with the parker's fence and re-check (park.c), design.md §10 */
-    cq__sub(&b->idle, IDLE_UNPARKED_ONE, seq_cst);
+    cq__sub(&b->idle, CQ__IDLE_UNPARKED_ONE, seq_cst);
 }
 
 bool cq__pool_idle_remove_locked(struct cq__proc **list, struct cq__proc *p)
@@ -44,14 +36,14 @@ bool cq__pool_idle_remove_locked(struct cq__proc **list, struct cq__proc *p)
 
 bool cq__pool_try_searching(unsigned band)
 {
-    _Atomic uint64_t *idle = &pool.band[band].idle;
+    _Atomic uint64_t *idle = &cq__pool.band[band].idle;
     uint64_t s = cq__load(idle, relaxed);
     for (;;) {
-        if (2 * IDLE_SEARCHING(s) >= IDLE_NPROCS(s)) {
+        if (2 * CQ__IDLE_SEARCHING(s) >= CQ__IDLE_NPROCS(s)) {
             return false;
         }
         /* idle word: pairs with the parker's fence and re-check (park.c), design.md §10 */
-        if (cq__cas_weak(idle, &s, s + IDLE_SEARCHING_ONE, seq_cst)) {
+        if (cq__cas_weak(idle, &s, s + CQ__IDLE_SEARCHING_ONE, seq_cst)) {
             return true;
         }
     }
@@ -61,7 +53,7 @@ void cq__pool_stop_searching(struct cq__thread *t, struct cq__proc *p)
 {
     t->searching = false;
     /* idle word: pairs with the parker's fence and re-check (park.c), design.md §10 */
-    cq__sub(&pool.band[p->band].idle, IDLE_SEARCHING_ONE, seq_cst);
+    cq__sub(&cq__pool.band[p->band].idle, CQ__IDLE_SEARCHING_ONE, seq_cst);
     cq__pool_announce_backlog(p);
 }
 
@@ -69,18 +61,18 @@ void cq__pool_stop_searching(struct cq__thread *t, struct cq__proc *p)
  * there is one (its parked thread, a spare thread of the band, or a new thread). */
 CQ_NOINLINE bool cq__pool_notify_slow(unsigned band)
 {
-    struct cq__band *b = &pool.band[band];
+    struct cq__band *b = &cq__pool.band[band];
     struct cq__thread *wake = NULL;
     struct cq__proc *spawn = NULL;
-    pthread_mutex_lock(&pool.lock);
+    pthread_mutex_lock(&cq__pool.lock);
     /* idle word: pairs with the parker's fence and re-check (park.c), design.md §10 */
     uint64_t s = cq__load(&b->idle, seq_cst);
-    if (IDLE_SEARCHING(s) != 0) {
-        pthread_mutex_unlock(&pool.lock);
+    if (CQ__IDLE_SEARCHING(s) != 0) {
+        pthread_mutex_unlock(&cq__pool.lock);
         return true;
     }
-    if (IDLE_UNPARKED(s) >= IDLE_NPROCS(s)) {
-        pthread_mutex_unlock(&pool.lock);
+    if (CQ__IDLE_UNPARKED(s) >= CQ__IDLE_NPROCS(s)) {
+        pthread_mutex_unlock(&cq__pool.lock);
         return false;
     }
     struct cq__proc *p = b->idle_parked;
@@ -99,21 +91,21 @@ CQ_NOINLINE bool cq__pool_notify_slow(unsigned band)
         } else {
             p->next_idle = b->idle_free; /* put it back: nobody can run it */
             b->idle_free = p;
-            pthread_mutex_unlock(&pool.lock);
+            pthread_mutex_unlock(&cq__pool.lock);
             cq__pool_note_limit_reached();
             return false;
         }
     } else {
-        pthread_mutex_unlock(&pool.lock);
+        pthread_mutex_unlock(&cq__pool.lock);
         return false;
     }
     p->idle = false;
     /* idle word: pairs with the parker's fence and re-check (park.c), design.md §10 */
-    cq__add(&b->idle, IDLE_UNPARKED_ONE + IDLE_SEARCHING_ONE, seq_cst);
+    cq__add(&b->idle, CQ__IDLE_UNPARKED_ONE + CQ__IDLE_SEARCHING_ONE, seq_cst);
     if (wake) {
         wake->wake_searching = true;
     }
-    pthread_mutex_unlock(&pool.lock);
+    pthread_mutex_unlock(&cq__pool.lock);
     if (wake) {
         cq__pool_unpark_thread(wake);
     } else {

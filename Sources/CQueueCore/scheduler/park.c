@@ -13,14 +13,6 @@
 #include "scheduler/task_internal.h"
 #include "scheduler/thread_internal.h"
 
-#define IDLE_SEARCHING CQ__IDLE_SEARCHING
-#define IDLE_UNPARKED CQ__IDLE_UNPARKED
-#define IDLE_NPROCS CQ__IDLE_NPROCS
-#define IDLE_SEARCHING_ONE CQ__IDLE_SEARCHING_ONE
-#define IDLE_UNPARKED_ONE CQ__IDLE_UNPARKED_ONE
-#define IDLE_NPROCS_ONE CQ__IDLE_NPROCS_ONE
-#define pool cq__pool
-
 void cq__pool_unpark_thread(struct cq__thread *t)
 {
     /* release: pairs with the parked thread's acquire load; it sees t->proc and the counts */
@@ -50,16 +42,16 @@ void cq__pool_park_thread(struct cq__thread *t)
 /* Parks t with its proc p; returns when woken (as a searcher) or when work showed up. */
 void cq__pool_park(struct cq__thread *t, struct cq__proc *p)
 {
-    struct cq__band *b = &pool.band[p->band];
-    pthread_mutex_lock(&pool.lock);
+    struct cq__band *b = &cq__pool.band[p->band];
+    pthread_mutex_lock(&cq__pool.lock);
     p->idle = true;
     p->next_idle = b->idle_parked;
     b->idle_parked = p;
-    uint64_t dec = IDLE_UNPARKED_ONE + (t->searching ? IDLE_SEARCHING_ONE : 0);
+    uint64_t dec = CQ__IDLE_UNPARKED_ONE + (t->searching ? CQ__IDLE_SEARCHING_ONE : 0);
     t->searching = false;
     /* idle word: pairs with the parker's fence and re-check (park.c), design.md §10 */
     cq__sub(&b->idle, dec, seq_cst);
-    pthread_mutex_unlock(&pool.lock);
+    pthread_mutex_unlock(&cq__pool.lock);
 
     /* Re-check every source of the band's work after a full fence: a producer that published
      * work before our idle-word update saw us as unparked and did not wake anyone. Pairs with the
@@ -67,14 +59,14 @@ void cq__pool_park(struct cq__thread *t, struct cq__proc *p)
      * the idle word (find.c, item_internal.h) */
     cq__fence(seq_cst);
     if (cq__pool_band_work_waiting(p->band)) {
-        pthread_mutex_lock(&pool.lock);
+        pthread_mutex_lock(&cq__pool.lock);
         bool mine = p->idle && cq__pool_idle_remove_locked(&b->idle_parked, p);
         if (mine) {
             /* idle word: pairs with the parker's fence and re-check (park.c), design.md §10 */
-            cq__add(&b->idle, IDLE_UNPARKED_ONE + IDLE_SEARCHING_ONE, seq_cst);
+            cq__add(&b->idle, CQ__IDLE_UNPARKED_ONE + CQ__IDLE_SEARCHING_ONE, seq_cst);
             t->searching = true;
         }
-        pthread_mutex_unlock(&pool.lock);
+        pthread_mutex_unlock(&cq__pool.lock);
         if (mine) {
             return;
         }
@@ -89,14 +81,15 @@ void cq__pool_park(struct cq__thread *t, struct cq__proc *p)
 /* An extra proc with nothing to do leaves the pool; its thread exits. */
 bool cq__pool_retire_extra(struct cq__thread *t, struct cq__proc *p)
 {
-    struct cq__band *b = &pool.band[p->band];
-    pthread_mutex_lock(&pool.lock);
+    struct cq__band *b = &cq__pool.band[p->band];
+    pthread_mutex_lock(&cq__pool.lock);
     uint64_t s = cq__load(&b->idle, relaxed);
-    if (IDLE_NPROCS(s) <= b->base) {
-        pthread_mutex_unlock(&pool.lock);
+    if (CQ__IDLE_NPROCS(s) <= b->base) {
+        pthread_mutex_unlock(&cq__pool.lock);
         return false;
     }
-    uint64_t dec = IDLE_UNPARKED_ONE + IDLE_NPROCS_ONE + (t->searching ? IDLE_SEARCHING_ONE : 0);
+    uint64_t dec =
+        CQ__IDLE_UNPARKED_ONE + CQ__IDLE_NPROCS_ONE + (t->searching ? CQ__IDLE_SEARCHING_ONE : 0);
     t->searching = false;
     /* idle word: pairs with the parker's fence and re-check (park.c), design.md §10 */
     cq__sub(&b->idle, dec, seq_cst);
@@ -104,19 +97,19 @@ bool cq__pool_retire_extra(struct cq__thread *t, struct cq__proc *p)
     /* see steal_level in find.c (a relaxed hint) and cq__pool_add_extra_proc (under the pool lock):
      * no reader needs more */
     cq__store(&p->retired, 1, release);
-    cq__sub(&pool.nthreads, 1, relaxed);
-    pthread_mutex_unlock(&pool.lock);
+    cq__sub(&cq__pool.nthreads, 1, relaxed);
+    pthread_mutex_unlock(&cq__pool.lock);
     /* Items pushed to the rings after our last look (by nobody: only we push there) cannot
      * exist, but a LIFO item may have been put back by a helper; hand leftovers on. */
     struct cq__item *it;
     for (unsigned prio = 0; prio < CQ__PRIO_COUNT; prio++) {
         while ((it = cq__runq_pop(&p->rq[prio])) != NULL) {
-            cq__inject_push(&pool.inject[prio], prio, it);
+            cq__inject_push(&cq__pool.inject[prio], prio, it);
         }
     }
     if ((it = cq__pool_lifo_take(p)) != NULL) {
         unsigned prio = cq__load(&it->prio, relaxed);
-        cq__inject_push(&pool.inject[prio], prio, it);
+        cq__inject_push(&cq__pool.inject[prio], prio, it);
     }
     /* pairs with the producers' seq_cst publish before they read the idle word (find.c,
      * item_internal.h) */
@@ -133,33 +126,33 @@ bool cq__pool_retire_extra(struct cq__thread *t, struct cq__proc *p)
  */
 struct cq__proc *cq__pool_acquire_proc(struct cq__thread *t, bool may_wait)
 {
-    struct cq__band *b = &pool.band[t->band];
-    pthread_mutex_lock(&pool.lock);
+    struct cq__band *b = &cq__pool.band[t->band];
+    pthread_mutex_lock(&cq__pool.lock);
     struct cq__proc *p = b->idle_free;
     if (p) {
         b->idle_free = p->next_idle;
         p->idle = false;
         p->thread = t;
         /* idle word: pairs with the parker's fence and re-check (park.c), design.md §10 */
-        cq__add(&b->idle, IDLE_UNPARKED_ONE, seq_cst);
-        pthread_mutex_unlock(&pool.lock);
+        cq__add(&b->idle, CQ__IDLE_UNPARKED_ONE, seq_cst);
+        pthread_mutex_unlock(&cq__pool.lock);
         t->proc = p;
         cq__tls.proc = p;
         return p;
     }
     if (!may_wait) {
-        pthread_mutex_unlock(&pool.lock);
+        pthread_mutex_unlock(&cq__pool.lock);
         return NULL;
     }
     if (b->nspares >= b->spare_limit) {
-        cq__sub(&pool.nthreads, 1, relaxed);
-        pthread_mutex_unlock(&pool.lock);
+        cq__sub(&cq__pool.nthreads, 1, relaxed);
+        pthread_mutex_unlock(&cq__pool.lock);
         return NULL;
     }
     t->next_spare = b->spares;
     b->spares = t;
     b->nspares++;
-    pthread_mutex_unlock(&pool.lock);
+    pthread_mutex_unlock(&cq__pool.lock);
     cq__pool_park_thread(t); /* until given a proc */
     t->searching = t->wake_searching;
     t->wake_searching = false;

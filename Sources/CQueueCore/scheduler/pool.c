@@ -31,17 +31,9 @@
 #include "scheduler/task_internal.h"
 #include "scheduler/thread_internal.h"
 
-#define IDLE_SEARCHING CQ__IDLE_SEARCHING
-#define IDLE_UNPARKED CQ__IDLE_UNPARKED
-#define IDLE_NPROCS CQ__IDLE_NPROCS
-#define IDLE_SEARCHING_ONE CQ__IDLE_SEARCHING_ONE
-#define IDLE_UNPARKED_ONE CQ__IDLE_UNPARKED_ONE
-#define IDLE_NPROCS_ONE CQ__IDLE_NPROCS_ONE
-
 struct cq__pool_state cq__pool = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
 };
-#define pool cq__pool
 
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER; /* pool_init runs under it */
 _Atomic bool cq__pool_started;
@@ -86,7 +78,7 @@ static struct cq__proc *proc_new(unsigned band, bool extra)
     memset((char *)p + offsetof(struct cq__proc, lifo), 0,
            sizeof *p - offsetof(struct cq__proc, lifo));
     atomic_init(&p->lifo, NULL);
-    uint32_t i = cq__load(&pool.nprocs_seen, relaxed);
+    uint32_t i = cq__load(&cq__pool.nprocs_seen, relaxed);
     p->index = i;
     p->band = (uint8_t)band;
     p->levels = band_info[band].levels;
@@ -97,40 +89,41 @@ static struct cq__proc *proc_new(unsigned band, bool extra)
     p->rng = 0x9e3779b97f4a7c15ull * (i + 1);
     /* release: the initialised proc is visible to thieves that find it in the array; pairs with the
      * thieves' acquire loads of the proc array after nprocs_seen (find.c) */
-    cq__store(&pool.procs[i], p, release);
+    cq__store(&cq__pool.procs[i], p, release);
     /* pairs with the acquire loads of nprocs_seen (find.c, cq__pool_proc_count) */
-    cq__store(&pool.nprocs_seen, i + 1, release);
+    cq__store(&cq__pool.nprocs_seen, i + 1, release);
     return p;
 }
 
 void cq__pool_note_limit_reached(void)
 {
-    cq__add(&pool.limit_reached, 1, relaxed);
-    cq__report_once(&pool.limit_reported,
+    cq__add(&cq__pool.limit_reached, 1, relaxed);
+    cq__report_once(&cq__pool.limit_reported,
                     "thread limit %u reached: %u threads, %u of them waiting in runtime calls "
                     "and %u running tasks that sleep in the kernel; new work waits until one "
                     "returns. Raise it with CQ_THREAD_LIMIT.",
-                    pool.thread_limit, cq__load(&pool.nthreads, relaxed),
-                    cq__load(&pool.blocked, relaxed), cq__load(&pool.blocked_in_tasks, relaxed));
+                    cq__pool.thread_limit, cq__load(&cq__pool.nthreads, relaxed),
+                    cq__load(&cq__pool.blocked, relaxed),
+                    cq__load(&cq__pool.blocked_in_tasks, relaxed));
 }
 
 void cq__pool_set_blocked_in_tasks(uint32_t n)
 {
-    if (cq__load(&pool.blocked_in_tasks, relaxed) != n) {
-        cq__store(&pool.blocked_in_tasks, n, relaxed);
+    if (cq__load(&cq__pool.blocked_in_tasks, relaxed) != n) {
+        cq__store(&cq__pool.blocked_in_tasks, n, relaxed);
     }
 }
 
 /* Reserves a thread slot under the lock; false at the limit. */
 bool cq__pool_thread_slot_reserve_locked(void)
 {
-    uint32_t n = cq__load(&pool.nthreads, relaxed);
-    if (n >= pool.thread_limit) {
+    uint32_t n = cq__load(&cq__pool.nthreads, relaxed);
+    if (n >= cq__pool.thread_limit) {
         return false;
     }
-    cq__store(&pool.nthreads, n + 1, relaxed);
-    if (n + 1 > cq__load(&pool.threads_peak, relaxed)) {
-        cq__store(&pool.threads_peak, n + 1, relaxed);
+    cq__store(&cq__pool.nthreads, n + 1, relaxed);
+    if (n + 1 > cq__load(&cq__pool.threads_peak, relaxed)) {
+        cq__store(&cq__pool.threads_peak, n + 1, relaxed);
     }
     return true;
 }
@@ -141,7 +134,7 @@ bool cq__pool_thread_slot_reserve_locked(void)
 static void band_init(unsigned band, uint32_t procs, uint32_t running, bool extras,
                       struct cq__proc **started)
 {
-    struct cq__band *b = &pool.band[band];
+    struct cq__band *b = &cq__pool.band[band];
     b->levels = band_info[band].levels;
     b->base = procs;
     b->spare_limit = procs;
@@ -151,7 +144,8 @@ static void band_init(unsigned band, uint32_t procs, uint32_t running, bool extr
     b->nspares = 0;
     /* idle word: pairs with the parker's fence and re-check (park.c), design.md §10; published by
      * the release store of cq__pool_started below */
-    cq__store(&b->idle, (uint64_t)procs * IDLE_NPROCS_ONE + (uint64_t)running * IDLE_UNPARKED_ONE,
+    cq__store(&b->idle,
+              (uint64_t)procs * CQ__IDLE_NPROCS_ONE + (uint64_t)running * CQ__IDLE_UNPARKED_ONE,
               seq_cst);
     for (uint32_t i = 0; i < procs; i++) {
         struct cq__proc *p = proc_new(band, false);
@@ -171,22 +165,22 @@ static void band_init(unsigned band, uint32_t procs, uint32_t running, bool extr
 static void pool_init(void)
 {
     uint32_t workers = cq__usable_cpus(CQ__MAX_WORKERS);
-    pool.workers = workers;
+    cq__pool.workers = workers;
     uint32_t dflt_limit = workers * 16 > 128 ? workers * 16 : 128;
     /* every band's base procs can run at once */
     uint32_t min_limit = 2 * workers + CQ__EXPRESS_PROCS;
-    pool.thread_limit =
+    cq__pool.thread_limit =
         cq__env_u32_clamped("CQ_THREAD_LIMIT", dflt_limit, min_limit, CQ__THREAD_LIMIT_MAX);
     for (uint32_t i = 0; i < CQ__PRIO_COUNT; i++) {
-        cq__inject_init(&pool.inject[i]);
+        cq__inject_init(&cq__pool.inject[i]);
     }
-    cq__store(&pool.high_hint, 0, relaxed);
+    cq__store(&cq__pool.high_hint, 0, relaxed);
     struct cq__proc *started[CQ__MAX_WORKERS];
     band_init(CQ__BAND_NORMAL, workers, workers, true, started);
     band_init(CQ__BAND_EXPRESS, CQ__EXPRESS_PROCS, 0, false, NULL);
     band_init(CQ__BAND_BACKGROUND, workers, 0, true, NULL);
-    cq__store(&pool.nthreads, workers, relaxed);
-    cq__store(&pool.threads_peak, workers, relaxed);
+    cq__store(&cq__pool.nthreads, workers, relaxed);
+    cq__store(&cq__pool.threads_peak, workers, relaxed);
     /* release: pairs with the acquire loads of cq__pool_started; the pool is set up */
     cq__store(&cq__pool_started, true, release);
     for (uint32_t i = 0; i < workers; i++) {
@@ -213,12 +207,12 @@ void cq__pool_ensure_started(void)
 void cq__pool_fork_prepare(void)
 {
     pthread_mutex_lock(&start_lock);
-    pthread_mutex_lock(&pool.lock);
+    pthread_mutex_lock(&cq__pool.lock);
 }
 
 void cq__pool_fork_parent(void)
 {
-    pthread_mutex_unlock(&pool.lock);
+    pthread_mutex_unlock(&cq__pool.lock);
     pthread_mutex_unlock(&start_lock);
 }
 
@@ -229,26 +223,26 @@ void cq__pool_fork_parent(void)
  */
 void cq__pool_fork_child(void)
 {
-    pthread_mutex_unlock(&pool.lock);
+    pthread_mutex_unlock(&cq__pool.lock);
     pthread_mutex_unlock(&start_lock);
-    uint32_t n = cq__load(&pool.nprocs_seen, relaxed);
+    uint32_t n = cq__load(&cq__pool.nprocs_seen, relaxed);
     for (uint32_t i = 0; i < n; i++) {
-        cq__store(&pool.procs[i], NULL, relaxed);
+        cq__store(&cq__pool.procs[i], NULL, relaxed);
     }
-    cq__store(&pool.nprocs_seen, 0, relaxed);
+    cq__store(&cq__pool.nprocs_seen, 0, relaxed);
     for (unsigned band = 0; band < CQ__BAND_COUNT; band++) {
-        struct cq__band *b = &pool.band[band];
+        struct cq__band *b = &cq__pool.band[band];
         cq__store(&b->idle, 0, relaxed);
         b->idle_parked = b->idle_free = NULL;
         b->spares = NULL;
         b->nspares = 0;
     }
     for (uint32_t i = 0; i < CQ__PRIO_COUNT; i++) {
-        cq__inject_init(&pool.inject[i]);
+        cq__inject_init(&cq__pool.inject[i]);
     }
-    cq__store(&pool.high_hint, 0, relaxed);
-    cq__store(&pool.nthreads, 0, relaxed);
-    cq__store(&pool.blocked, 0, relaxed);
+    cq__store(&cq__pool.high_hint, 0, relaxed);
+    cq__store(&cq__pool.nthreads, 0, relaxed);
+    cq__store(&cq__pool.blocked, 0, relaxed);
     cq__store(&cq__pool_started, false, relaxed);
     cq__tls.thread = NULL;
     cq__tls.proc = NULL;
@@ -261,36 +255,36 @@ void cq__pool_fork_child(void)
 uint32_t cq__pool_workers(void)
 {
     cq__pool_ensure_started();
-    return pool.workers;
+    return cq__pool.workers;
 }
 
 bool cq__pool_band_saturated(unsigned band)
 {
     /* idle word: pairs with the parker's fence and re-check (park.c), design.md §10 */
-    uint64_t s = cq__load(&pool.band[band].idle, seq_cst);
-    return IDLE_SEARCHING(s) == 0 && IDLE_UNPARKED(s) >= IDLE_NPROCS(s);
+    uint64_t s = cq__load(&cq__pool.band[band].idle, seq_cst);
+    return CQ__IDLE_SEARCHING(s) == 0 && CQ__IDLE_UNPARKED(s) >= CQ__IDLE_NPROCS(s);
 }
 
 uint32_t cq__pool_proc_count(void)
 {
-    /* pairs with the release store of nprocs_seen in proc_new (pool.c) */
-    return cq__load(&pool.nprocs_seen, acquire);
+    /* pairs with the release store of nprocs_seen in proc_new (cq__pool.c) */
+    return cq__load(&cq__pool.nprocs_seen, acquire);
 }
 
 bool cq__pool_add_extra_proc(unsigned band)
 {
-    struct cq__band *b = &pool.band[band];
+    struct cq__band *b = &cq__pool.band[band];
     if (!b->extras) {
         return false;
     }
-    pthread_mutex_lock(&pool.lock);
+    pthread_mutex_lock(&cq__pool.lock);
     if (!cq__pool_thread_slot_reserve_locked()) {
-        pthread_mutex_unlock(&pool.lock);
+        pthread_mutex_unlock(&cq__pool.lock);
         cq__pool_note_limit_reached();
         return false;
     }
     struct cq__proc *p = NULL;
-    uint32_t n = cq__load(&pool.nprocs_seen, relaxed);
+    uint32_t n = cq__load(&cq__pool.nprocs_seen, relaxed);
     for (uint32_t i = 0; i < n; i++) {
         struct cq__proc *c = cq__pool_proc_at(i);
         if (c->band == band && cq__load(&c->retired, relaxed)) {
@@ -302,16 +296,17 @@ bool cq__pool_add_extra_proc(unsigned band)
         p = n < CQ__MAX_PROCS ? proc_new(band, true) : NULL;
     }
     if (p == NULL) {
-        cq__sub(&pool.nthreads, 1, relaxed);
-        pthread_mutex_unlock(&pool.lock);
+        cq__sub(&cq__pool.nthreads, 1, relaxed);
+        pthread_mutex_unlock(&cq__pool.lock);
         return false;
     }
     cq__store(&p->retired, 0, relaxed);
     p->idle = false;
     /* idle word: pairs with the parker's fence and re-check (park.c), design.md §10 */
-    cq__add(&b->idle, IDLE_NPROCS_ONE + IDLE_UNPARKED_ONE + IDLE_SEARCHING_ONE, seq_cst);
-    pthread_mutex_unlock(&pool.lock);
-    cq__add(&pool.monitor_spawns, 1, relaxed);
+    cq__add(&b->idle, CQ__IDLE_NPROCS_ONE + CQ__IDLE_UNPARKED_ONE + CQ__IDLE_SEARCHING_ONE,
+            seq_cst);
+    pthread_mutex_unlock(&cq__pool.lock);
+    cq__add(&cq__pool.monitor_spawns, 1, relaxed);
     cq__pool_spawn_thread(p, true);
     return true;
 }
@@ -319,25 +314,26 @@ bool cq__pool_add_extra_proc(unsigned band)
 void cq_runtime_get_info(struct cq_runtime_info *info)
 {
     cq__pool_ensure_started();
-    uint64_t s = cq__load(&pool.band[CQ__BAND_NORMAL].idle, relaxed);
-    pthread_mutex_lock(&pool.lock);
+    uint64_t s = cq__load(&cq__pool.band[CQ__BAND_NORMAL].idle, relaxed);
+    pthread_mutex_lock(&cq__pool.lock);
     info->spares_parked = 0;
     for (unsigned band = 0; band < CQ__BAND_COUNT; band++) {
-        info->spares_parked += pool.band[band].nspares;
+        info->spares_parked += cq__pool.band[band].nspares;
     }
-    pthread_mutex_unlock(&pool.lock);
-    info->workers = pool.workers;
-    info->procs = IDLE_NPROCS(s);
-    info->threads = cq__load(&pool.nthreads, relaxed);
-    info->threads_peak = cq__load(&pool.threads_peak, relaxed);
-    info->thread_limit = pool.thread_limit;
-    info->blocked = cq__load(&pool.blocked, relaxed);
-    info->limit_reached = cq__load(&pool.limit_reached, relaxed);
-    info->handoffs = cq__load(&pool.handoffs, relaxed);
-    info->monitor_spawns = cq__load(&pool.monitor_spawns, relaxed);
-    info->blocked_in_tasks = cq__load(&pool.blocked_in_tasks, relaxed);
-    info->express_wakeups = cq__load(&pool.express_wakeups, relaxed);
-    info->background_procs = IDLE_NPROCS(cq__load(&pool.band[CQ__BAND_BACKGROUND].idle, relaxed));
+    pthread_mutex_unlock(&cq__pool.lock);
+    info->workers = cq__pool.workers;
+    info->procs = CQ__IDLE_NPROCS(s);
+    info->threads = cq__load(&cq__pool.nthreads, relaxed);
+    info->threads_peak = cq__load(&cq__pool.threads_peak, relaxed);
+    info->thread_limit = cq__pool.thread_limit;
+    info->blocked = cq__load(&cq__pool.blocked, relaxed);
+    info->limit_reached = cq__load(&cq__pool.limit_reached, relaxed);
+    info->handoffs = cq__load(&cq__pool.handoffs, relaxed);
+    info->monitor_spawns = cq__load(&cq__pool.monitor_spawns, relaxed);
+    info->blocked_in_tasks = cq__load(&cq__pool.blocked_in_tasks, relaxed);
+    info->express_wakeups = cq__load(&cq__pool.express_wakeups, relaxed);
+    info->background_procs =
+        CQ__IDLE_NPROCS(cq__load(&cq__pool.band[CQ__BAND_BACKGROUND].idle, relaxed));
 }
 
 CQ__FORK_REGISTER(pool, CQ__FORK_RANK_POOL, cq__pool_fork_prepare, cq__pool_fork_parent,

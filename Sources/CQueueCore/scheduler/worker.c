@@ -21,14 +21,6 @@
 #include "platform/thread_start_internal.h"
 #include "scheduler/thread_internal.h"
 
-#define IDLE_SEARCHING CQ__IDLE_SEARCHING
-#define IDLE_UNPARKED CQ__IDLE_UNPARKED
-#define IDLE_NPROCS CQ__IDLE_NPROCS
-#define IDLE_SEARCHING_ONE CQ__IDLE_SEARCHING_ONE
-#define IDLE_UNPARKED_ONE CQ__IDLE_UNPARKED_ONE
-#define IDLE_NPROCS_ONE CQ__IDLE_NPROCS_ONE
-#define pool cq__pool
-
 static void *thread_main(void *arg);
 
 /*
@@ -43,10 +35,10 @@ void cq__pool_spawn_thread(struct cq__proc *p, bool searching)
         t->proc = p;
         t->band = p->band;
         t->wake_searching = searching;
-        pthread_mutex_lock(&pool.lock);
-        t->index = pool.next_thread_index++;
+        pthread_mutex_lock(&cq__pool.lock);
+        t->index = cq__pool.next_thread_index++;
         p->thread = t;
-        pthread_mutex_unlock(&pool.lock);
+        pthread_mutex_unlock(&cq__pool.lock);
         err = cq__thread_start(&t->pthread, thread_main, t);
         if (err == 0) {
             return;
@@ -56,15 +48,15 @@ void cq__pool_spawn_thread(struct cq__proc *p, bool searching)
     static atomic_bool reported;
     cq__report_once(&reported, "cannot start a pool thread (%s); running with fewer threads",
                     strerror(err));
-    pthread_mutex_lock(&pool.lock);
-    cq__sub(&pool.nthreads, 1, relaxed);
+    pthread_mutex_lock(&cq__pool.lock);
+    cq__sub(&cq__pool.nthreads, 1, relaxed);
     p->thread = NULL;
     if (searching) {
         /* idle word: pairs with the parker's fence and re-check (park.c), design.md §10 */
-        cq__sub(&pool.band[p->band].idle, IDLE_SEARCHING_ONE, seq_cst);
+        cq__sub(&cq__pool.band[p->band].idle, CQ__IDLE_SEARCHING_ONE, seq_cst);
     }
     cq__pool_idle_push_free_locked(p);
-    pthread_mutex_unlock(&pool.lock);
+    pthread_mutex_unlock(&cq__pool.lock);
 }
 
 static inline void run_item(struct cq__thread *t, struct cq__proc *p, struct cq__item *it)
@@ -134,11 +126,11 @@ static void *thread_main(void *arg)
     cq__tls.thread = t;
     cq__tls.main_thread = 2;
     cq__thread_exit_hook();
-    pthread_mutex_lock(&pool.lock); /* t->proc was assigned under the lock */
+    pthread_mutex_lock(&cq__pool.lock); /* t->proc was assigned under the lock */
     cq__tls.proc = t->proc;
     t->searching = t->wake_searching;
     t->wake_searching = false;
-    pthread_mutex_unlock(&pool.lock);
+    pthread_mutex_unlock(&cq__pool.lock);
     worker_loop(t);
     cq__tls.thread = NULL;
     free(t);
