@@ -15,10 +15,10 @@ extension SQQueue {
         /// The C core's value (`CQ_QUEUE_PRIORITY_*`).
         internal var cValue: Int {
             switch self {
-            case .high: return 2
-            case .default: return 0
-            case .low: return -2
-            case .background: return -32768
+            case .high: return Int(CQ_QUEUE_PRIORITY_HIGH)
+            case .default: return Int(CQ_QUEUE_PRIORITY_DEFAULT)
+            case .low: return Int(CQ_QUEUE_PRIORITY_LOW)
+            case .background: return Int(CQ_QUEUE_PRIORITY_BACKGROUND)
             }
         }
     }

@@ -170,8 +170,9 @@ public class SQQueue: _SQQueueMaking, @unchecked Sendable {
     /// `qos`, and the flags other than ``SQWorkItemFlags/barrier``, are accepted and ignored:
     /// the work runs at this queue's priority (see ``SQQoS``).
     ///
-    /// Cost: one allocation (the box carrying the closure) on top of the C `cq_async_f`.
-    /// Thread-safe; never blocks. Dispatch: `DispatchQueue.async(group:qos:flags:execute:)`.
+    /// Cost: no allocation on top of the closure's own context: the closure travels inside the
+    /// C task's spare bytes. Thread-safe; never blocks.
+    /// Dispatch: `DispatchQueue.async(group:qos:flags:execute:)`.
     @inlinable
     public final func async(
         group: SQGroup? = nil,
@@ -179,31 +180,7 @@ public class SQQueue: _SQQueueMaking, @unchecked Sendable {
         flags: SQWorkItemFlags = [],
         execute work: @escaping @Sendable () -> Void
     ) {
-        if group == nil && !flags.contains(.barrier) {
-            cq_async_f(handle, SQWorkBox.retainedContext(work), sqRunWorkBox)
-        } else {
-            asyncSlow(group: group, barrier: flags.contains(.barrier), execute: work)
-        }
-    }
-
-    @usableFromInline
-    internal final func asyncSlow(
-        group: SQGroup?,
-        barrier: Bool,
-        execute work: @escaping @Sendable () -> Void
-    ) {
-        switch (group, barrier) {
-        case (nil, _):
-            cq_barrier_async_f(handle, SQWorkBox.retainedContext(work), sqRunWorkBox)
-        case (let group?, false):
-            cq_group_async_f(group.handle, handle, SQWorkBox.retainedContext(work), sqRunWorkBox)
-        case (let group?, true):
-            // The C core has no group barrier call: enter now, leave after the closure.
-            cq_retain(sqObject(group.handle))
-            cq_group_enter(group.handle)
-            let box = SQGroupWorkBox(work, group: group.handle)
-            cq_barrier_async_f(handle, Unmanaged.passRetained(box).toOpaque(), sqRunGroupWorkBox)
-        }
+        sqSubmitInline(handle, group: group?.handle, work, barrier: flags.contains(.barrier))
     }
 
     /// Runs `work` on this queue, waits for it, and returns its result (or rethrows its error).

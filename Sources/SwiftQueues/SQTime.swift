@@ -9,7 +9,7 @@ import CQueueCore
 /// earliest representable time. Times compare in clock order, ``distantFuture`` last.
 ///
 /// A value type; thread-safe. Dispatch: `DispatchTime`.
-public struct SQTime: Sendable, Hashable, Comparable {
+public struct SQTime: SQClockTime {
     /// The C core's `cq_time_t` for this time (monotonic nanoseconds, or all bits set for
     /// ``distantFuture``), for passing to `cq_*` calls.
     public let rawValue: UInt64
@@ -17,6 +17,11 @@ public struct SQTime: Sendable, Hashable, Comparable {
     @inlinable
     internal init(rawValue: UInt64) {
         self.rawValue = rawValue
+    }
+
+    @inlinable
+    public init(_cTime cTime: UInt64) {
+        rawValue = cTime
     }
 
     /// The time `uptimeNanoseconds` nanoseconds after the monotonic clock's origin (boot).
@@ -51,10 +56,5 @@ public struct SQTime: Sendable, Hashable, Comparable {
     @inlinable
     public var uptimeNanoseconds: UInt64 {
         rawValue
-    }
-
-    @inlinable
-    public static func < (lhs: SQTime, rhs: SQTime) -> Bool {
-        lhs.rawValue < rhs.rawValue
     }
 }

@@ -13,7 +13,7 @@ import Musl
 /// compare in clock order, ``distantFuture`` last.
 ///
 /// A value type; thread-safe. Dispatch: `DispatchWallTime`.
-public struct SQWallTime: Sendable, Hashable, Comparable {
+public struct SQWallTime: SQClockTime {
     /// The C core's `cq_time_t` for this time (a wall-clock value, or all bits set for
     /// ``distantFuture``), for passing to `cq_*` calls.
     public let rawValue: UInt64
@@ -21,6 +21,11 @@ public struct SQWallTime: Sendable, Hashable, Comparable {
     @inlinable
     internal init(rawValue: UInt64) {
         self.rawValue = rawValue
+    }
+
+    @inlinable
+    public init(_cTime cTime: UInt64) {
+        rawValue = cTime
     }
 
     /// The wall-clock time `timespec` (seconds and nanoseconds since the Unix epoch).
@@ -40,10 +45,5 @@ public struct SQWallTime: Sendable, Hashable, Comparable {
     @inlinable
     public static var distantFuture: SQWallTime {
         SQWallTime(rawValue: UInt64.max)
-    }
-
-    @inlinable
-    public static func < (lhs: SQWallTime, rhs: SQWallTime) -> Bool {
-        lhs.rawValue < rhs.rawValue
     }
 }

@@ -35,3 +35,38 @@ internal let sqRunWorkBox: cq_function_t = { context in
     // calls each submitted function exactly once, so this balances that retain.
     Unmanaged<SQWorkBox>.fromOpaque(context!).takeRetainedValue().work()
 }
+
+/// Submits `work` to the C queue `queue` (in `group`, entered now and left after `work`, if not
+/// nil; as a barrier if `barrier`) with the closure itself stored in the C task's inline
+/// bytes (`cq_swift_async_prepare`/`cq_swift_async_submit`): no box, no allocation beyond the
+/// closure's own context. A closure is two words (function and context), which fit in
+/// `CQ_SWIFT_INLINE_BYTES`; ``sqRunInline`` moves it out and calls it.
+@inlinable
+internal func sqSubmitInline(
+    _ queue: OpaquePointer, group: OpaquePointer?, _ work: @escaping @Sendable () -> Void,
+    barrier: Bool
+) {
+    // safety: prepare returns CQ_SWIFT_INLINE_BYTES (16) 8-aligned uninitialised bytes, and a
+    // closure is 16 bytes with 8-byte alignment (checked by WorkBoxTests); initialising
+    // takes a +1 reference on the closure's context, which sqRunInline's move gives back.
+    let bytes = cq_swift_async_prepare(queue, group, sqRunInline).unsafelyUnwrapped
+    bytes.initializeMemory(as: (@Sendable () -> Void).self, to: work)
+    cq_swift_async_submit(queue, bytes, barrier)
+}
+
+/// The C trampoline of ``sqSubmitInline(_:group:_:barrier:)``: `context` points to a copy of the task's
+/// inline bytes, which hold the closure (moved out, so its context is released after it ran).
+@usableFromInline
+internal let sqRunInline: cq_function_t = { context in
+    // safety: the C core passes the bytes sqSubmitInline initialised with one closure, copied
+    // bitwise (closures are bitwise-movable), exactly once.
+    let work = context.unsafelyUnwrapped
+        .bindMemory(to: (@Sendable () -> Void).self, capacity: 1).move()
+    work()
+}
+
+/// Converts a C queue, group or semaphore handle to the `void *` the generic object calls take.
+@inlinable
+internal func sqObject(_ handle: OpaquePointer) -> UnsafeMutableRawPointer {
+    UnsafeMutableRawPointer(handle)
+}

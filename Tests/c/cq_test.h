@@ -7,6 +7,7 @@
 #ifndef CQ_TEST_H
 #define CQ_TEST_H
 
+#include "../common/test_check.h"
 #include <cqueuecore.h>
 #include <dirent.h>
 #include <errno.h>
@@ -19,35 +20,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-static int cq_test_failures;
-
-#define CHECK(cond)                                                                             \
-    do {                                                                                        \
-        if (!(cond)) {                                                                          \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);            \
-            cq_test_failures++;                                                                 \
-        }                                                                                       \
-    } while (0)
-
-#define CHECK_EQ(a, b)                                                                          \
-    do {                                                                                        \
-        long long _a = (long long)(a), _b = (long long)(b);                                     \
-        if (_a != _b) {                                                                         \
-            fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %lld, %s == %lld\n", __FILE__,       \
-                    __LINE__, #a, _a, #b, _b);                                                  \
-            cq_test_failures++;                                                                 \
-        }                                                                                       \
-    } while (0)
-
-/* A fatal check: continuing would hang or crash. */
-#define REQUIRE(cond)                                                                           \
-    do {                                                                                        \
-        if (!(cond)) {                                                                          \
-            fprintf(stderr, "%s:%d: REQUIRE failed: %s\n", __FILE__, __LINE__, #cond);          \
-            exit(1);                                                                            \
-        }                                                                                       \
-    } while (0)
 
 /* splitmix64: the stress tests' repeatable randomness (one state per thread, seeded from the
  * printed seed). */
@@ -93,64 +65,6 @@ static inline void cq_test_observe_window(void)
 /* Waits for a group; fails the test (fatally) if it never empties. */
 #define WAIT_GROUP(g) REQUIRE(cq_group_wait((g), cq_test_deadline()) == 0)
 #define WAIT_SEMA(s) REQUIRE(cq_semaphore_wait((s), cq_test_deadline()) == 0)
-
-#define RUN(test)                                                                               \
-    do {                                                                                        \
-        int _before = cq_test_failures;                                                         \
-        fprintf(stderr, "-- %s\n", #test);                                                      \
-        test();                                                                                 \
-        if (cq_test_failures != _before) {                                                      \
-            fprintf(stderr, "   FAILED %s\n", #test);                                           \
-        }                                                                                       \
-    } while (0)
-
-#define TEST_MAIN_END()                                                                         \
-    do {                                                                                        \
-        if (cq_test_failures) {                                                                 \
-            fprintf(stderr, "%d check(s) failed\n", cq_test_failures);                          \
-            return 1;                                                                           \
-        }                                                                                       \
-        fprintf(stderr, "all passed\n");                                                        \
-        return 0;                                                                               \
-    } while (0)
-
-/*
- * Runs fn(arg) in a forked child that must abort with a message containing `expected` on
- * stderr. Call it before the parent has started the runtime (the child starts its own).
- */
-static inline void expect_abort(const char *name, void (*fn)(void *), void *arg,
-                                 const char *expected)
-{
-    int pipefd[2];
-    REQUIRE(pipe(pipefd) == 0);
-    pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        dup2(pipefd[1], STDERR_FILENO);
-        close(pipefd[0]);
-        fn(arg);
-        _exit(0); /* did not abort: the parent reports it */
-    }
-    close(pipefd[1]);
-    char out[4096];
-    size_t len = 0;
-    ssize_t r;
-    while ((r = read(pipefd[0], out + len, sizeof out - 1 - len)) > 0) {
-        len += (size_t)r;
-    }
-    out[len] = '\0';
-    close(pipefd[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    bool aborted = WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
-    if (!aborted || strstr(out, expected) == NULL) {
-        fprintf(stderr, "%s: expected an abort with \"%s\"; got %s, stderr: %s\n", name, expected,
-                aborted ? "an abort" : "no abort", out);
-        cq_test_failures++;
-    } else {
-        fprintf(stderr, "   %s: %s", name, out);
-    }
-}
 
 /*
  * Runs one task on `a` and one on `b` (as barriers if `barrier`); each signals the other and

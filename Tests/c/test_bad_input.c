@@ -20,7 +20,7 @@
                     "expected NULL errno %d (%s)\n",                                               \
                     __FILE__, __LINE__, #type, #handle, #mask, (void *)_s, errno, strerror(errno), \
                     (err), strerror(err));                                                         \
-            cq_test_failures++;                                                                    \
+            test_failures++;                                                                       \
         }                                                                                          \
     } while (0)
 

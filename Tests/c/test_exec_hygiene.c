@@ -95,7 +95,7 @@ static void check_report(const char *what, const char *out, bool mask_clear)
     bool clear = blk && strspn(blk + 7, " \t0") == strcspn(blk + 7, "\n");
     if (fds || (mask_clear && !clear)) {
         fprintf(stderr, "%s: the exec'd program inherited:\n%s", what, out);
-        cq_test_failures++;
+        test_failures++;
     } else {
         fprintf(stderr, "   %s: nothing inherited\n", what);
     }

@@ -72,36 +72,29 @@ int __wrap_timerfd_create(int clock, int flags)
 
 /* Runs fn in a child; checks it exits 0 within its alarm and that its stderr contains
  * `expected` (NULL: anything). */
+struct scenario_fn {
+    int (*fn)(void);
+};
+
+static void scenario_child(void *arg)
+{
+    alarm(60); /* a hang becomes SIGALRM, a failure */
+    _exit(((struct scenario_fn *)arg)->fn());
+}
+
 static void scenario(const char *name, int (*fn)(void), const char *expected)
 {
-    int pipefd[2];
-    REQUIRE(pipe(pipefd) == 0);
-    pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        dup2(pipefd[1], STDERR_FILENO);
-        close(pipefd[0]);
-        alarm(60); /* a hang becomes SIGALRM, a failure */
-        _exit(fn());
-    }
-    close(pipefd[1]);
     char out[8192];
-    size_t len = 0;
-    ssize_t r;
-    while (len < sizeof out - 1 && (r = read(pipefd[0], out + len, sizeof out - 1 - len)) > 0) {
-        len += (size_t)r;
-    }
-    out[len] = '\0';
-    close(pipefd[0]);
-    int status = 0;
-    REQUIRE(waitpid(pid, &status, 0) == pid);
+    struct scenario_fn child = {fn};
+    int status = test_fork_capture(scenario_child, &child, out, sizeof out);
+    size_t len = strlen(out);
     bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     bool said = expected == NULL || strstr(out, expected) != NULL;
     if (!ok || !said) {
         fprintf(stderr, "%s: %s (status %d); %s\"%s\"; stderr:\n%s\n", name,
                 ok ? "exited 0" : "FAILED", status, said ? "printed " : "did not print ",
                 expected ? expected : "", out);
-        cq_test_failures++;
+        test_failures++;
     } else {
         fprintf(stderr, "   %s: ok%s%s", name, len ? "; said: " : "\n", out);
     }

@@ -95,7 +95,7 @@ static void apply_body(void *ctx, size_t i)
 /* Runs a bit of everything; returns the number of failed checks (the child's exit status). */
 static int exercise_runtime(cq_queue_t inherited_idle)
 {
-    int failures = cq_test_failures;
+    int failures = test_failures;
 
     /* the global queue and a group */
     atomic_long count = 0;
@@ -174,7 +174,7 @@ static int exercise_runtime(cq_queue_t inherited_idle)
     cq_release(canceled);
     cq_release(s);
     cq_release(g);
-    return cq_test_failures - failures;
+    return test_failures - failures;
 }
 
 /* ---- fork from the main thread, with the parent's runtime busy ------------------------------ */

@@ -48,35 +48,6 @@ static void apply_noop(void *ctx, size_t i)
 
 /* ---- running a case in a child ----------------------------------------------------------- */
 
-/* Runs fn(arg) in a forked child whose stderr goes to `out`; returns the child's wait status.
- * A child whose fn returns exits 1 if one of its checks failed, else 0. */
-static int run_child(void (*fn)(void *), void *arg, char *out, size_t size)
-{
-    int pipefd[2];
-    REQUIRE(pipe(pipefd) == 0);
-    pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        dup2(pipefd[1], STDERR_FILENO);
-        close(pipefd[0]);
-        close(pipefd[1]);
-        cq_test_failures = 0; /* the child's own checks */
-        fn(arg);
-        _exit(cq_test_failures ? 1 : 0);
-    }
-    close(pipefd[1]);
-    size_t len = 0;
-    ssize_t r;
-    while ((r = read(pipefd[0], out + len, size - 1 - len)) > 0) {
-        len += (size_t)r;
-    }
-    out[len] = '\0';
-    close(pipefd[0]);
-    int status = 0;
-    REQUIRE(waitpid(pid, &status, 0) == pid);
-    return status;
-}
-
 static int count_of(const char *text, const char *s)
 {
     int n = 0;
@@ -93,7 +64,7 @@ static int count_of(const char *text, const char *s)
 static void expect_abort_parts(const char *name, void (*fn)(void *), const char *const *parts)
 {
     char out[8192];
-    int status = run_child(fn, NULL, out, sizeof out);
+    int status = test_fork_capture(fn, NULL, out, sizeof out);
     bool aborted = WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
     bool found = false;
     for (const char *line = out; *line && !found; line = strchr(line, '\n') + 1) {
@@ -114,7 +85,7 @@ static void expect_abort_parts(const char *name, void (*fn)(void *), const char 
             fprintf(stderr, " \"%s\"", *p);
         }
         fprintf(stderr, "; got %s, stderr: %s\n", aborted ? "an abort" : "no abort", out);
-        cq_test_failures++;
+        test_failures++;
     } else {
         fprintf(stderr, "   %s: %s", name, out);
     }
@@ -134,7 +105,7 @@ static void expect_report(const char *name, void (*fn)(void *), void *arg,
                           const struct expected_line *lines)
 {
     char out[8192];
-    int status = run_child(fn, arg, out, sizeof out);
+    int status = test_fork_capture(fn, arg, out, sizeof out);
     if (WIFEXITED(status) && WEXITSTATUS(status) == CHILD_SKIPPED) {
         fprintf(stderr, "   %s: skipped (%s)\n", name, out);
         return;
@@ -150,7 +121,7 @@ static void expect_report(const char *name, void (*fn)(void *), void *arg,
     }
     if (!ok) {
         fprintf(stderr, "%s: failed (exit status 0x%x), stderr: %s\n", name, status, out);
-        cq_test_failures++;
+        test_failures++;
     } else {
         fprintf(stderr, "   %s: %s", name, *out ? out : "(nothing on stderr)\n");
     }

@@ -67,8 +67,8 @@ static void finish(void *ctx)
     CHECK(w2.is_current);
     CHECK(cq_queue_is_current(cq_get_main_queue()));
     CHECK(strcmp(cq_queue_get_label(NULL), cq_queue_get_label(cq_get_main_queue())) == 0);
-    fprintf(stderr, cq_test_failures ? "FAILED\n" : "all passed\n");
-    exit(cq_test_failures ? 1 : 0);
+    fprintf(stderr, test_failures ? "FAILED\n" : "all passed\n");
+    exit(test_failures ? 1 : 0);
 }
 
 static void noop(void *ctx)

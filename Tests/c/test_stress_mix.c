@@ -1080,7 +1080,7 @@ int main(void)
             ops, ntasks, atomic_load(&syncs_done), atomic_load(&applies_done),
             atomic_load(&notifies_registered), atomic_load(&suspends), atomic_load(&retargets),
             atomic_load(&replacements), atomic_load(&temp_queues), queues, ms);
-    if (cq_test_failures) {
+    if (test_failures) {
         fprintf(stderr, "seed was %llu\n", (unsigned long long)seed);
     }
 

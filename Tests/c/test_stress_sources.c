@@ -950,7 +950,7 @@ int main(void)
             "timer %ld, read %ld, write %ld)\n",
             late, late_by_kind[K_ADD], late_by_kind[K_OR], late_by_kind[K_TIMER],
             late_by_kind[K_READ], late_by_kind[K_WRITE]);
-    if (cq_test_failures) {
+    if (test_failures) {
         fprintf(stderr, "seed was %llu\n", (unsigned long long)seed);
     }
     while (all_sources) {

@@ -247,5 +247,5 @@ int main(void)
     RUN(test_one_shot_rescheduled);
     RUN(test_suspended_timer_waits);
     RUN(test_wall_clock_timer);
-    COMPAT_MAIN_END();
+    TEST_MAIN_END();
 }

@@ -187,5 +187,5 @@ int main(void)
     RUN(test_cancel_while_running);
     RUN(test_barrier_flag);
     RUN(test_perform_and_generic);
-    COMPAT_MAIN_END();
+    TEST_MAIN_END();
 }

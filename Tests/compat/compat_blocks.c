@@ -251,5 +251,5 @@ int main(void)
     RUN(test_apply);
     RUN(test_once);
     RUN(test_groups);
-    COMPAT_MAIN_END();
+    TEST_MAIN_END();
 }

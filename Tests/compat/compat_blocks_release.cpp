@@ -194,5 +194,5 @@ int main()
     RUN(test_after_released);
     RUN(test_sync_forms_do_not_copy);
     RUN(test_source_handlers_released);
-    COMPAT_MAIN_END();
+    TEST_MAIN_END();
 }

@@ -181,5 +181,5 @@ int main(void)
     RUN(test_timer_blocks);
     RUN(test_read_with_blocks);
     RUN(test_remove_handler);
-    COMPAT_MAIN_END();
+    TEST_MAIN_END();
 }

@@ -139,5 +139,5 @@ int main(void)
     RUN(test_wait_forever_for_leave_from_task);
     RUN(test_notify_and_reuse);
     RUN(test_release_while_busy);
-    COMPAT_MAIN_END();
+    TEST_MAIN_END();
 }

@@ -38,8 +38,8 @@ static void finish(void *context)
     (void)context;
     CHECK(ON_MAIN_THREAD());
     CHECK_EQ(synced_on_main, 1);
-    if (compat_failures) {
-        fprintf(stderr, "%d check(s) failed\n", compat_failures);
+    if (test_failures) {
+        fprintf(stderr, "%d check(s) failed\n", test_failures);
         exit(1);
     }
     fprintf(stderr, "all passed\n");

@@ -152,5 +152,5 @@ int main(void)
     RUN(test_apply_concurrent);
     RUN(test_apply_serial);
     RUN(test_apply_nested);
-    COMPAT_MAIN_END();
+    TEST_MAIN_END();
 }

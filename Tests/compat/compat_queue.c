@@ -573,5 +573,5 @@ int main(void)
     RUN(test_context_and_finalizer);
     RUN(test_no_finalizer_without_context);
     RUN(test_global_queues);
-    COMPAT_MAIN_END();
+    TEST_MAIN_END();
 }

@@ -136,5 +136,5 @@ int main(void)
     RUN(test_timeouts);
     RUN(test_pingpong);
     RUN(test_limit_concurrency);
-    COMPAT_MAIN_END();
+    TEST_MAIN_END();
 }

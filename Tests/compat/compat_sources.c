@@ -438,5 +438,5 @@ int main(void)
     RUN(test_proc);
     RUN(test_vnode);
 #endif
-    COMPAT_MAIN_END();
+    TEST_MAIN_END();
 }

@@ -44,35 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int compat_failures;
-
-#define CHECK(cond)                                                                             \
-    do {                                                                                        \
-        if (!(cond)) {                                                                          \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);            \
-            compat_failures++;                                                                  \
-        }                                                                                       \
-    } while (0)
-
-#define CHECK_EQ(a, b)                                                                          \
-    do {                                                                                        \
-        long long compat_a_ = (long long)(a), compat_b_ = (long long)(b);                       \
-        if (compat_a_ != compat_b_) {                                                           \
-            fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %lld, %s == %lld\n", __FILE__,       \
-                    __LINE__, #a, compat_a_, #b, compat_b_);                                    \
-            compat_failures++;                                                                  \
-        }                                                                                       \
-    } while (0)
-
-/* A fatal check: going on would hang or crash. */
-#define REQUIRE(cond)                                                                           \
-    do {                                                                                        \
-        if (!(cond)) {                                                                          \
-            fprintf(stderr, "%s:%d: REQUIRE failed: %s\n", __FILE__, __LINE__, #cond);          \
-            exit(1);                                                                            \
-        }                                                                                       \
-    } while (0)
-
+#include "../common/test_check.h"
 
 /* Generous: only a lost task or wake-up makes a wait this long. */
 #define COMPAT_PATIENCE_NS (60ll * 1000000000ll)
@@ -139,25 +111,5 @@ static inline bool compat_rendezvous(dispatch_semaphore_t mine, dispatch_semapho
     dispatch_semaphore_signal(mine);
     return dispatch_semaphore_wait(theirs, compat_deadline()) == 0;
 }
-
-#define RUN(test)                                                                               \
-    do {                                                                                        \
-        int compat_before_ = compat_failures;                                                   \
-        fprintf(stderr, "-- %s\n", #test);                                                      \
-        test();                                                                                 \
-        if (compat_failures != compat_before_) {                                                \
-            fprintf(stderr, "   FAILED %s\n", #test);                                           \
-        }                                                                                       \
-    } while (0)
-
-#define COMPAT_MAIN_END()                                                                       \
-    do {                                                                                        \
-        if (compat_failures) {                                                                  \
-            fprintf(stderr, "%d check(s) failed\n", compat_failures);                           \
-            return 1;                                                                           \
-        }                                                                                       \
-        fprintf(stderr, "all passed\n");                                                        \
-        return 0;                                                                               \
-    } while (0)
 
 #endif /* COMPAT_TEST_H */

@@ -57,5 +57,5 @@ int main(void)
     RUN(test_constants);
     RUN(test_monotonic_arithmetic);
     RUN(test_wall_clock);
-    COMPAT_MAIN_END();
+    TEST_MAIN_END();
 }

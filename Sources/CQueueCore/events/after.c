@@ -55,6 +55,7 @@
 #include <sys/prctl.h>
 
 #include "events/after_heap_internal.h"
+#include "events/reactor_command_internal.h"
 #include "events/reactor_internal.h"
 #include "events/source_internal.h"
 #include "platform/diag_internal.h"

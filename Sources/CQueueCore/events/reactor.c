@@ -47,6 +47,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "events/reactor_command_internal.h"
 #include "events/reactor_internal.h"
 #include "events/reactor_loop_internal.h"
 #include "events/source_internal.h"

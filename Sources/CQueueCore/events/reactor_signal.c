@@ -12,6 +12,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "events/reactor_command_internal.h"
 #include "events/reactor_internal.h"
 #include "events/reactor_loop_internal.h"
 

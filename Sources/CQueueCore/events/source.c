@@ -18,6 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "events/reactor_command_internal.h"
 #include "events/reactor_internal.h"
 #include "events/source_internal.h"
 #include "platform/diag_internal.h"

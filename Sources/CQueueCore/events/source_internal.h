@@ -116,16 +116,6 @@ CQ_INTERNAL void cq__source_set_handler(struct cq_source_s *s, int which, cq_fun
                                         void *ctx, bool has_context, cq_function_t destructor);
 CQ_INTERNAL void cq__source_set_target(struct cq_source_s *s, struct cq_queue_s *q);
 
-/* reactor.c: commands (flags), sent from any thread; the reactor thread carries them out. */
-enum {
-    CQ__CMD_REGISTER = 1u << 0,
-    CQ__CMD_UNREGISTER = 1u << 1,
-    CQ__CMD_TIMER = 1u << 2,   /* the schedule changed */
-    CQ__CMD_RESUMED = 1u << 3, /* a suspended timer may run again */
-};
-CQ_INTERNAL void cq__reactor_command(struct cq_source_s *s, uint32_t cmds);
-CQ_INTERNAL void cq__reactor_wake(void);
-
 /* timer.c (reactor thread unless noted) */
 CQ_INTERNAL void cq__timer_apply(struct cq_source_s *s);  /* CQ__CMD_TIMER / RESUMED */
 CQ_INTERNAL void cq__timer_remove(struct cq_source_s *s); /* on unregister */

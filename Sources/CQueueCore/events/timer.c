@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "events/reactor_command_internal.h"
 #include "events/reactor_internal.h"
 #include "events/source_internal.h"
 #include "platform/diag_internal.h"

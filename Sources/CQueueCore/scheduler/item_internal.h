@@ -17,6 +17,7 @@
 #define CQ_ITEM_INTERNAL_H
 
 #include <cqueuecore/base.h>
+#include <string.h>
 
 #include "platform/atomic_internal.h"
 
@@ -37,6 +38,7 @@ enum cq__item_kind {
 
 enum cq__item_flags {
     CQ__ITEM_BARRIER = 1u << 0, /* runs alone on a concurrent queue */
+    CQ__ITEM_INLINE = 1u << 1,  /* a task (or group task) whose context is its inline words */
 };
 
 struct cq__item {
@@ -63,12 +65,31 @@ CQ_INLINE void cq__item_init(struct cq__item *it, enum cq__item_kind kind, unsig
 
 /* A submitted function. 64 bytes: one cache line, so producers and consumers of neighbouring
  * tasks never share a line. */
+#define CQ__TASK_INLINE_WORDS 2
+
 struct cq__task {
     struct cq__item item;
     cq_function_t function;
     void *context;
     struct cq_group_s *group; /* left after the function returns, or NULL */
+    /* CQ__ITEM_INLINE: bytes the submitter wrote (a Swift closure), copied to the running
+     * thread's stack before the task is freed; the function gets their address
+     * (cq__task_context). The rest of the line, so it costs no space. */
+    uint64_t inline_words[CQ__TASK_INLINE_WORDS];
 } __attribute__((aligned(64)));
+_Static_assert(sizeof(struct cq__task) == 64, "a task is one cache line");
+
+/* The context argument of a task's function, read before the task is freed: its context
+ * pointer, or (CQ__ITEM_INLINE) its inline words copied to `stack`, the caller's buffer, which
+ * must live until the function returns. */
+CQ_INLINE void *cq__task_context(struct cq__task *t, uint64_t stack[CQ__TASK_INLINE_WORDS])
+{
+    if (t->item.flags & CQ__ITEM_INLINE) {
+        memcpy(stack, t->inline_words, sizeof t->inline_words);
+        return stack;
+    }
+    return t->context;
+}
 
 /*
  * Running items (item.c). cq__item_invoke runs an item popped from a run queue or a queue's

@@ -20,12 +20,17 @@
 #define _GNU_SOURCE
 #endif
 #include "platform/atomic_internal.h"
+#include "platform/diag_internal.h"
+#include "queue/queue_internal.h"
+#include "scheduler/pool_internal.h"
+#include "scheduler/task_internal.h"
 
 #include <cqueuecore/queue.h>
 #include <cqueuecore/source.h>
 #include <cqueuecore/swift_support.h>
 #include <dlfcn.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -179,3 +184,35 @@ const char *__tsan_default_suppressions(void)
     return "race:ss22withUnsafeContinuation9isolation_xScA_pSgYi_ySccyxs5NeverOGXEtYalFTY0_\n";
 }
 #endif
+
+/* ---- closures carried inline in a task ------------------------------------------------------ */
+
+_Static_assert(CQ_SWIFT_INLINE_BYTES == sizeof(((struct cq__task *)0)->inline_words),
+               "the public size is the task's inline storage");
+
+void *cq_swift_async_prepare(cq_queue_t q, cq_group_t g, cq_function_t fn)
+{
+    cq__queue_check(q, "cq_swift_async_prepare");
+    if (cq__unlikely(fn == NULL)) {
+        cq__crash("cq_swift_async_prepare: NULL function submitted to %s", CQ_DESCRIBE(q));
+    }
+    if (g != NULL) {
+        cq_group_enter(g); /* checks the group; left after the function (group_task_run) */
+    }
+    struct cq__task *t = cq__task_alloc();
+    cq__item_init(&t->item, g ? CQ__ITEM_GROUP_TASK : CQ__ITEM_TASK, CQ__ITEM_INLINE);
+    t->function = fn;
+    t->context = NULL;
+    t->group = g;
+    return t->inline_words;
+}
+
+void cq_swift_async_submit(cq_queue_t q, void *inline_bytes, bool barrier)
+{
+    struct cq__task *t =
+        (struct cq__task *)((char *)inline_bytes - offsetof(struct cq__task, inline_words));
+    if (barrier) {
+        t->item.flags |= CQ__ITEM_BARRIER;
+    }
+    cq__queue_push(q, &t->item, CQ__PUSH_TAIL);
+}

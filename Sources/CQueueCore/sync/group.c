@@ -401,7 +401,8 @@ static void group_task_run(struct cq__item *it)
 {
     struct cq__task *t = (struct cq__task *)it;
     cq_function_t fn = t->function;
-    void *ctx = t->context;
+    uint64_t words[CQ__TASK_INLINE_WORDS];
+    void *ctx = cq__task_context(t, words);
     struct cq_group_s *g = t->group;
     cq__task_free(t); /* before the call: the function's own submissions reuse it */
     struct cq_group_s *outer = cq__tls.group; /* a task run by a waiting task */

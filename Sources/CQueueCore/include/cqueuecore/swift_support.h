@@ -10,6 +10,8 @@
 #define CQUEUECORE_SWIFT_SUPPORT_H
 
 #include <cqueuecore/base.h>
+#include <cqueuecore/group.h>
+#include <cqueuecore/queue.h>
 
 CQ_BEGIN_DECLS
 
@@ -46,6 +48,23 @@ CQ_EXPORT bool cq_swift_async_main_hooked(void);
  */
 CQ_EXPORT void cq_swift_tsan_acquire(const void *address);
 CQ_EXPORT void cq_swift_tsan_release(const void *address);
+
+/*
+ * cq_swift_async_prepare / cq_swift_async_submit
+ *   cq_async_f without a context allocation, for callers that carry up to CQ_SWIFT_INLINE_BYTES
+ *   bytes of their own (SwiftQueues puts the submitted closure there). prepare checks `queue`
+ *   and `function` as cq_async_f does (aborting on misuse), takes a task and returns the address
+ *   of its inline storage (8-byte aligned, uninitialised); the caller writes at most
+ *   CQ_SWIFT_INLINE_BYTES bytes there and passes the address to submit, exactly once, with the
+ *   same queue. When the task runs, function(p) is called, where p points to a copy of those
+ *   bytes on the running thread's stack (the task itself is reused by then); p is valid until
+ *   function returns. `barrier` submits as cq_barrier_async_f. A non-NULL `group` is entered by
+ *   prepare and left after function returns, as with cq_group_async_f (and a barrier in a group
+ *   waits for the group as any member does). Thread-safe; never block.
+ */
+#define CQ_SWIFT_INLINE_BYTES 16
+CQ_EXPORT void *cq_swift_async_prepare(cq_queue_t queue, cq_group_t group, cq_function_t function);
+CQ_EXPORT void cq_swift_async_submit(cq_queue_t queue, void *inline_bytes, bool barrier);
 
 CQ_END_DECLS
 

@@ -1,5 +1,8 @@
 import CQueueCore
 
+// The machinery of `sync`: the frame on the caller's stack, the call the C core runs, and
+// what the closure produced.
+
 /// The state of a `sync` call, on the caller's stack for the whole (blocking) C call: the
 /// closure and its outcome. Nothing in it is allocated on the heap.
 @usableFromInline
@@ -54,4 +57,32 @@ internal let sqRunSyncFrame: cq_function_t = { context in
     // returns, and the C core calls the function before it returns.
     let call = context.unsafelyUnwrapped.assumingMemoryBound(to: SQSyncCall.self)
     call.pointee.invoke(call.pointee.frame)
+}
+
+/// The context pointer of a `sync` call: a frame, and the function that runs it.
+///
+/// `invoke` is a closure without captures, made where `sync` is specialized (it names
+/// `SQSyncFrame<T>` with the caller's `T`), so calling it costs no allocation and no generic
+/// metadata lookup. (Reaching the frame's type through a metatype instead made the C trampoline
+/// run the unspecialized generic code, which looks metadata up in the runtime's cache twice per
+/// call: half of `sync`'s time.)
+@usableFromInline
+internal struct SQSyncCall {
+    @usableFromInline
+    internal let invoke: (UnsafeMutableRawPointer) -> Void
+    @usableFromInline
+    internal let frame: UnsafeMutableRawPointer
+
+    @inlinable
+    internal init(invoke: @escaping (UnsafeMutableRawPointer) -> Void, frame: UnsafeMutableRawPointer) {
+        self.invoke = invoke
+        self.frame = frame
+    }
+}
+
+/// What a `sync` call's closure produced.
+@usableFromInline
+internal enum SQSyncOutcome<T> {
+    case value(T)
+    case error(any Error)
 }

@@ -1,5 +1,0 @@
-/// Converts a C queue, group or semaphore handle to the `void *` the generic object calls take.
-@inlinable
-internal func sqObject(_ handle: OpaquePointer) -> UnsafeMutableRawPointer {
-    UnsafeMutableRawPointer(handle)
-}
