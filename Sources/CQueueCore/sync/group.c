@@ -12,6 +12,7 @@
 #include "queue/queue_internal.h"
 #include "scheduler/pool_internal.h"
 #include "scheduler/task_internal.h"
+#include "sync/wait_internal.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
                "the generation futex is the upper half of the state word");
@@ -282,6 +283,42 @@ static bool set_waiters(struct cq_group_s *g, uint32_t gen)
     return set;
 }
 
+/* ---- the slow path of a wait (sync/wait_internal.h) ---- */
+
+struct group_wait {
+    struct cq_group_s *g;
+    uint32_t gen; /* the generation we wait to see end */
+};
+
+static bool group_done(void *ctx)
+{
+    struct group_wait *w = ctx;
+    /* pairs with the leaves' acq_rel add in cq_group_leave */
+    uint64_t s = cq__load(&w->g->state, acquire);
+    return CQ__GS_COUNT(s) == 0 || CQ__GS_GEN(s) != w->gen;
+}
+
+static bool group_announce(void *ctx, _Atomic uint32_t **word, uint32_t *value)
+{
+    struct group_wait *w = ctx;
+    uint64_t s = cq__load(&w->g->state, relaxed);
+    if (!(s & CQ__GS_WAITERS) && !set_waiters(w->g, w->gen)) {
+        return false; /* it emptied meanwhile: done() says so */
+    }
+    *word = gen_word(w->g);
+    *value = w->gen;
+    return true;
+}
+
+static bool group_timed_out(void *ctx)
+{
+    (void)ctx;
+    return true; /* nothing to undo: a waiters flag left behind costs a leave one wake-up */
+}
+
+static const struct cq__wait_ops group_wait_ops = {
+    .done = group_done, .announce = group_announce, .timed_out = group_timed_out};
+
 intptr_t cq_group_wait(cq_group_t g, cq_time_t timeout)
 {
     group_check(g, "cq_group_wait");
@@ -304,42 +341,8 @@ intptr_t cq_group_wait(cq_group_t g, cq_time_t timeout)
             return 0;
         }
     }
-    if (timeout == CQ_TIME_NOW) {
-        return 1;
-    }
-    struct cq__spin sp;
-    cq__spin_init(&sp, CQ__SPIN_WAIT_NS);
-    while (cq__spin_next(&sp)) {
-        /* pairs with the leaves' acq_rel add in cq_group_leave */
-        s = cq__load(&g->state, acquire);
-        if (CQ__GS_COUNT(s) == 0 || CQ__GS_GEN(s) != gen) {
-            return 0;
-        }
-    }
-    struct cq__deadline d;
-    cq__deadline_init(&d, timeout);
-    struct cq__block block;
-    cq__pool_block_begin(&block);
-    intptr_t result = 1;
-    for (;;) {
-        /* pairs with the leaves' acq_rel add in cq_group_leave */
-        s = cq__load(&g->state, acquire);
-        if (CQ__GS_COUNT(s) == 0 || CQ__GS_GEN(s) != gen) {
-            result = 0;
-            break;
-        }
-        if (!(s & CQ__GS_WAITERS) && !set_waiters(g, gen)) {
-            continue; /* it emptied meanwhile: the check above returns */
-        }
-        if (cq__futex_wait(gen_word(g), gen, &d) == ETIMEDOUT) {
-            /* pairs with the leaves' acq_rel add in cq_group_leave */
-            s = cq__load(&g->state, acquire);
-            result = (CQ__GS_COUNT(s) == 0 || CQ__GS_GEN(s) != gen) ? 0 : 1;
-            break;
-        }
-    }
-    cq__pool_block_end(&block);
-    return result;
+    struct group_wait w = {.g = g, .gen = gen};
+    return cq__wait(&group_wait_ops, &w, timeout);
 }
 
 void cq_group_notify_f(cq_group_t g, cq_queue_t q, void *ctx, cq_function_t fn)

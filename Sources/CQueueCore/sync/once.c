@@ -15,7 +15,7 @@
 
 #include "platform/diag_internal.h"
 #include "platform/parker_internal.h"
-#include "scheduler/pool_internal.h"
+#include "sync/wait_internal.h"
 
 #define ONCE_DONE (~0l)
 #define ONCE_RUNNING 1u
@@ -23,6 +23,29 @@
 
 _Static_assert(sizeof(long) == 8 && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
                "the once futex is the low half of a 64-bit predicate");
+
+/* ---- waiting for the thread that runs the function (sync/wait_internal.h) ---- */
+
+static bool once_done(void *ctx)
+{
+    /* pairs with the release exchange that stores ONCE_DONE in once_slow */
+    return cq__load((_Atomic long *)ctx, acquire) == ONCE_DONE;
+}
+
+static bool once_announce(void *ctx, _Atomic uint32_t **word, uint32_t *value)
+{
+    _Atomic long *pred = ctx;
+    long v = cq__load(pred, relaxed);
+    if ((uint32_t)v == ONCE_RUNNING &&
+        !cq__cas(pred, &v, (v & ~0xffffffffl) | ONCE_WAITERS, relaxed)) {
+        return false;
+    }
+    *word = (_Atomic uint32_t *)pred; /* sleeps only while the low half says WAITERS */
+    *value = ONCE_WAITERS;
+    return true;
+}
+
+static const struct cq__wait_ops once_wait = {.done = once_done, .announce = once_announce};
 
 static CQ_NOINLINE void once_slow(_Atomic long *pred, void *ctx, cq_function_t fn)
 {
@@ -45,26 +68,9 @@ static CQ_NOINLINE void once_slow(_Atomic long *pred, void *ctx, cq_function_t f
         cq__crash("cq_once_f: recursive call on predicate %p from inside its own function",
                   (void *)pred);
     }
-    struct cq__spin sp;
-    cq__spin_init(&sp, CQ__SPIN_WAIT_NS);
-    while (v != ONCE_DONE && cq__spin_next(&sp)) {
-        /* pairs with the release exchange that stores ONCE_DONE in once_slow */
-        v = cq__load(pred, acquire);
+    if (v != ONCE_DONE) {
+        cq__wait(&once_wait, pred, CQ_TIME_FOREVER);
     }
-    if (v == ONCE_DONE) {
-        return;
-    }
-    struct cq__block block;
-    cq__pool_block_begin(&block);
-    /* pairs with the release exchange that stores ONCE_DONE in once_slow */
-    while ((v = cq__load(pred, acquire)) != ONCE_DONE) {
-        if ((uint32_t)v == ONCE_RUNNING &&
-            !cq__cas(pred, &v, (v & ~0xffffffffl) | ONCE_WAITERS, relaxed)) {
-            continue;
-        }
-        cq__futex_wait((_Atomic uint32_t *)pred, ONCE_WAITERS, NULL);
-    }
-    cq__pool_block_end(&block);
 }
 
 void cq_once_f(cq_once_t *predicate, void *ctx, cq_function_t fn)

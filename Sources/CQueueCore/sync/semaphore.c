@@ -21,7 +21,7 @@
 #include "platform/diag_internal.h"
 #include "platform/object_internal.h"
 #include "platform/parker_internal.h"
-#include "scheduler/pool_internal.h"
+#include "sync/wait_internal.h"
 
 #define WAKE_TOKEN 1u
 #define WAKE_TOKENS(w) ((w)&0xffffu)
@@ -146,52 +146,60 @@ static bool undo_wait(struct cq_semaphore_s *s)
     return false;
 }
 
+/* ---- the slow path of a wait (sync/wait_internal.h) ---- */
+
+struct sema_wait {
+    struct cq_semaphore_s *s;
+    bool sleeper; /* counted in the wake word's sleepers */
+};
+
+static bool sema_done(void *ctx)
+{
+    struct sema_wait *w = ctx;
+    if (take_token(w->s, w->sleeper)) {
+        w->sleeper = false; /* take_token(.., true) no longer counts us */
+        return true;
+    }
+    return false;
+}
+
+static bool sema_announce(void *ctx, _Atomic uint32_t **word, uint32_t *value)
+{
+    struct sema_wait *w = ctx;
+    if (!w->sleeper) {
+        cq__add(&w->s->wake, WAKE_SLEEPER, relaxed);
+        w->sleeper = true;
+        return false; /* a token granted before we counted ourselves: look again */
+    }
+    uint32_t v = cq__load(&w->s->wake, relaxed);
+    if (WAKE_TOKENS(v) != 0) {
+        return false;
+    }
+    *word = &w->s->wake;
+    *value = v;
+    return true;
+}
+
+static bool sema_timed_out(void *ctx)
+{
+    struct sema_wait *w = ctx;
+    if (!undo_wait(w->s)) {
+        return false; /* a signal counted us: its token is on the way */
+    }
+    if (w->sleeper) {
+        cq__sub(&w->s->wake, WAKE_SLEEPER, relaxed);
+        w->sleeper = false;
+    }
+    return true;
+}
+
+static const struct cq__wait_ops sema_wait_ops = {
+    .done = sema_done, .announce = sema_announce, .timed_out = sema_timed_out};
+
 static CQ_NOINLINE intptr_t wait_slow(struct cq_semaphore_s *s, cq_time_t timeout)
 {
-    if (take_token(s, false)) {
-        return 0;
-    }
-    if (timeout != CQ_TIME_NOW) {
-        struct cq__spin sp;
-        cq__spin_init(&sp, CQ__SPIN_WAIT_NS);
-        while (cq__spin_next(&sp)) {
-            if (take_token(s, false)) {
-                return 0;
-            }
-        }
-    }
-    struct cq__deadline d;
-    cq__deadline_init(&d, timeout);
-    if (cq__deadline_passed(&d) && undo_wait(s)) {
-        return 1;
-    }
-    struct cq__block block;
-    cq__pool_block_begin(&block);
-    intptr_t result = 0;
-    const struct cq__deadline *dl = &d;
-    cq__add(&s->wake, WAKE_SLEEPER, relaxed);
-    for (;;) {
-        if (take_token(s, true)) {
-            break; /* and no longer counted as a sleeper */
-        }
-        uint32_t w = cq__load(&s->wake, relaxed);
-        if (WAKE_TOKENS(w) != 0) {
-            continue;
-        }
-        if (cq__futex_wait(&s->wake, w, dl) == ETIMEDOUT) {
-            if (take_token(s, true)) {
-                break;
-            }
-            if (undo_wait(s)) {
-                cq__sub(&s->wake, WAKE_SLEEPER, relaxed);
-                result = 1;
-                break;
-            }
-            dl = NULL; /* a signal counted us: its token is on the way */
-        }
-    }
-    cq__pool_block_end(&block);
-    return result;
+    struct sema_wait w = {.s = s, .sleeper = false};
+    return cq__wait(&sema_wait_ops, &w, timeout);
 }
 
 intptr_t cq_semaphore_wait(cq_semaphore_t sema, cq_time_t timeout)
