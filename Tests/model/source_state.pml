@@ -1,11 +1,11 @@
 /*
- * Dispatch sources (Sources/CQueueCore/source.c, source_internal.h): the state word protocol
+ * Dispatch sources (Sources/CQueueCore/events/source.c, source_internal.h): the state word protocol
  * of the handler item against event merges, suspend/resume and cancel, and the REGISTER /
- * UNREGISTER handshake with the reactor (reactor.c: cq__reactor_command, run_commands,
+ * UNREGISTER handshake with the reactor (events/reactor.c: cq__reactor_command, run_commands,
  * do_register, do_unregister), checked exhaustively by spin. One source. Each C atomic
  * operation is one atomic Promela step, interleaved with sequential consistency (weak-memory
- * orderings are not modelled: see docs/model-checking.md). Comments name the C function and
- * line of each step (source.c unless said otherwise). A few neighbouring steps are folded
+ * orderings are not modelled: see docs/model-checking.md). Comments name the C function of
+ * each step and its file (source.c unless said otherwise; no line numbers, which go stale). A few neighbouring steps are folded
  * into one where no other thread can tell (each place says why): a reference taken just
  * before the item it belongs to is published, resume's CAS loop (its computation is local),
  * the handlers' calls, a reference released just after a step of the same thread.
@@ -99,7 +99,7 @@
 #define CMD_UNREGISTER  2
 #define CMD_RESUMED     8
 
-/* wants_run(s, st) (source.c:290), on a state word and a value of pending */
+/* wants_run(s, st) (source.c), on a state word and a value of pending */
 #define WANTS(st, pend) \
     (!((st) & (SCHEDULED | SUSP_MASK)) && ((st) & ACTIVATED) && \
      (((st) & CANCELED) -> (((st) & UNREGISTERED) && !((st) & CANCEL_DONE)) \
@@ -122,7 +122,7 @@
 #define NFIRES 0
 #endif
 
-short state = SUSP_ONE;  /* s->state: created suspended (source.c:178) */
+short state = SUSP_ONE;  /* s->state: created suspended (source.c) */
 byte pending;            /* s->pending */
 byte cmds;               /* s->cmds (reactor.c) */
 bool cmd_on_list;        /* s->cmd_item is on the reactor's command list */
@@ -166,8 +166,8 @@ inline drop_ref()
     if :: ref == 0 -> freed = true :: else fi
 }
 
-/* cq_release by a user thread (object.c:68): the last external reference drops the internal
- * one the external ones hold (object.c:79). The thread is done. */
+/* cq_release by a user thread (object.c): the last external reference drops the internal
+ * one the external ones hold (object.c). The thread is done. */
 inline xref_release()
 {
     d_step {
@@ -183,19 +183,19 @@ inline xref_release()
 
 /* ---- scheduling ---- */
 
-/* source_wake (source.c:311). The caller is counted in in_window since its change; the wake
+/* source_wake (source.c). The caller is counted in in_window since its change; the wake
  * ends it. Uses st, ok. */
 inline source_wake()
 {
-    d_step { assert(!freed); st = state }           /* load state, seq_cst (:315) */
+    d_step { assert(!freed); st = state }           /* load state, seq_cst */
     do
-    :: atomic {                                     /* wants_run (:317): pending, relaxed (:298) */
+    :: atomic {                                     /* wants_run: pending, relaxed */
         if
         :: !WANTS(st, pending) -> in_window--; st = 0; ok = false; break
         :: else
         fi
        }
-       atomic {                                     /* CAS st -> st | SCHEDULED, acq_rel (:321) */
+       atomic {                                     /* CAS st -> st | SCHEDULED, acq_rel */
         if
         :: state == st -> state = st | SCHEDULED; in_window--; ok = true; break
         :: else -> st = state
@@ -217,8 +217,8 @@ inline source_wake()
     fi
 }
 
-/* cq__source_event(s, 1, false) (source.c:329) for a count: add to pending, seq_cst (:344),
- * then source_wake (:351). `left`: the caller's count of events still to send, decremented in
+/* cq__source_event(s, 1, false) (source.c) for a count: add to pending, seq_cst,
+ * then source_wake. `left`: the caller's count of events still to send, decremented in
  * the same step. */
 inline source_event(left)
 {
@@ -226,8 +226,8 @@ inline source_event(left)
     source_wake()
 }
 
-/* cq__source_event(s, 0, true) (source.c:329), readiness (e.g. reactor.c:616): or FIRED,
- * release (:349), then source_wake (:351). */
+/* cq__source_event(s, 0, true) (source.c), readiness (e.g. reactor.c): or FIRED,
+ * release, then source_wake. */
 inline source_ready(left)
 {
     d_step { assert(!freed); state = state | FIRED; in_window++; left-- }
@@ -236,11 +236,11 @@ inline source_ready(left)
 
 /* ---- the reactor's side (reactor.c) ---- */
 
-/* cq__reactor_command (reactor.c:125); cq__reactor_wake is left out (the reactor below takes
+/* cq__reactor_command (reactor.c); cq__reactor_wake is left out (the reactor below takes
  * the list whenever it is non-empty). Uses c. */
 inline reactor_command(what)
 {
-    d_step {                                        /* or cmds, acq_rel (reactor.c:127) */
+    d_step {                                        /* or cmds, acq_rel (reactor.c) */
         assert(!freed);
         c = cmds;
         cmds = cmds | what;
@@ -252,7 +252,7 @@ inline reactor_command(what)
     }
     if
     :: c == 0 ->
-        /* the list's reference (add, relaxed: reactor.c:128), then cq__mpsc_push (:129): one
+        /* the list's reference (add, relaxed: reactor.c), then cq__mpsc_push: one
          * step, as nobody can drop that reference before the item is on the list */
         d_step {
             take_ref();
@@ -265,31 +265,31 @@ inline reactor_command(what)
     fi
 }
 
-/* cq__source_registered (source.c:502), by the reactor after do_register */
+/* cq__source_registered (source.c), by the reactor after do_register */
 inline source_registered()
 {
-    d_step { assert(!freed); state = state | REGISTERED_NEW; in_window++ }  /* or, release (:504) */
-    source_wake()                                                          /* (:505) */
+    d_step { assert(!freed); state = state | REGISTERED_NEW; in_window++ }  /* or, release */
+    source_wake()                                                          /* */
 }
 
-/* cq__source_unregistered (source.c:508), by the reactor */
+/* cq__source_unregistered (source.c), by the reactor */
 inline source_unregistered()
 {
-    d_step {                                        /* or, acq_rel (:510) */
+    d_step {                                        /* or, acq_rel */
         assert(!freed);
         state = state | UNREGISTERED;
         let_go = true;
         in_window++
     }
-    source_wake();                                  /* (:511) */
-    d_step {                                        /* the reactor's reference (:512) */
+    source_wake();                                  /* */
+    d_step {                                        /* the reactor's reference */
         assert(reactor_ref);                        /* ... which it was given */
         reactor_ref = false;
         drop_ref()
     }
 }
 
-/* The reactor thread: run_commands (reactor.c:583), and a timer fire while registered. */
+/* The reactor thread: run_commands (reactor.c), and a timer fire while registered. */
 proctype reactor()
 {
     short st;
@@ -297,41 +297,41 @@ proctype reactor()
     bool ok;
 end:
     do
-    :: atomic { cmd_on_list -> cmd_on_list = false };   /* cq__mpsc_pop (reactor.c:586) */
-        d_step { assert(!freed && list_ref > 0); c = cmds; cmds = 0 };  /* xchg, acq_rel (:589) */
+    :: atomic { cmd_on_list -> cmd_on_list = false };   /* cq__mpsc_pop (reactor.c) */
+        d_step { assert(!freed && list_ref > 0); c = cmds; cmds = 0 };  /* xchg, acq_rel */
         if
         :: (c & CMD_UNREGISTER) && (c & CMD_REGISTER) ->
-            source_unregistered()                   /* never registered (reactor.c:592) */
+            source_unregistered()                   /* never registered (reactor.c) */
         :: (c & CMD_UNREGISTER) && !(c & CMD_REGISTER) ->
-            /* do_unregister (reactor.c:545): `registered` is the reactor's own (:547) */
+            /* do_unregister (reactor.c): `registered` is the reactor's own */
             registered = false;
-            source_unregistered()                   /* (reactor.c:580) */
+            source_unregistered()                   /* (reactor.c) */
         :: !(c & CMD_UNREGISTER) ->
             if
             :: (c & CMD_REGISTER) ->
-                d_step {                            /* do_register (reactor.c:514) */
+                d_step {                            /* do_register (reactor.c) */
                     assert(!let_go && !registered);
                     registered = true
                 }
-                source_registered()                 /* (reactor.c:599) */
+                source_registered()                 /* (reactor.c) */
             :: else
             fi
-            /* CMD_RESUMED: cq__timer_apply (reactor.c:602) has no event to give here */
+            /* CMD_RESUMED: cq__timer_apply (reactor.c) has no event to give here */
         fi;
-        d_step {                                    /* the list's reference (reactor.c:605) */
+        d_step {                                    /* the list's reference (reactor.c) */
             assert(list_ref > 0);
             list_ref--;
             drop_ref();
             c = 0
         }
-    :: registered && fires > 0 ->                   /* cq__timers_run: a fire (timer.c:449) */
+    :: registered && fires > 0 ->                   /* cq__timers_run: a fire (timer.c) */
         source_event(fires)
     od
 }
 
 /* ---- the handler item ---- */
 
-/* The handler item's reference: release, acq_rel (source.c:451). When nothing is to be woken
+/* The handler item's reference: release, acq_rel (source.c). When nothing is to be woken
  * it is folded into the load of pending before it: a release commutes with every step but
  * other reference operations, and done earlier it can only make their checks stricter. */
 inline item_release()
@@ -351,7 +351,7 @@ inline handler()
     assert(!(began_suspended && user_suspended))
 }
 
-/* cq__source_invoke (source.c:382), by the worker that popped the item. Uses st, n, data, fired,
+/* cq__source_invoke (source.c), by the worker that popped the item. Uses st, n, data, fired,
  * ok, pushed. */
 inline source_invoke()
 {
@@ -362,10 +362,10 @@ inline source_invoke()
     :: else ->
         if
         :: (st & REGISTERED_NEW) ->
-            d_step {                                /* and ~REGISTERED_NEW, relaxed (:392) */
+            d_step {                                /* and ~REGISTERED_NEW, relaxed */
                 state = state & ~REGISTERED_NEW;
                 if
-                :: !(st & CANCELED) ->              /* the registration handler (:394) */
+                :: !(st & CANCELED) ->              /* the registration handler */
                     handler(); assert(reg_ran == 0); reg_ran++
                 :: else
                 fi                                  /* (drop_handler :396: not modelled) */
@@ -375,18 +375,18 @@ inline source_invoke()
         if
         :: !(st & CANCELED) ->
 #ifdef READY_EVENT
-            d_step {                                /* and ~FIRED, acquire (:400) */
+            d_step {                                /* and ~FIRED, acquire */
                 fired = (state & FIRED) != 0;
                 state = state & ~FIRED
             }
 #endif
             /* (without READY_EVENT nothing sets FIRED: the and at :400 changes nothing and
              * its result is false, so it is left out) */
-            d_step {                                /* xchg pending 0, acquire (:402) */
+            d_step {                                /* xchg pending 0, acquire */
                 data = pending;
                 pending = 0;
                 if
-                :: fired || data != 0 ->            /* the event handler (:408) */
+                :: fired || data != 0 ->            /* the event handler */
                     handler(); assert(reg_ran == 1); delivered = delivered + data
                 :: else
                 fi;
@@ -397,20 +397,20 @@ inline source_invoke()
         fi
     fi;
     /* Finish: run the cancel handler, go again, or let go. */
-    d_step { st = state }                           /* load, acquire (:418) */
+    d_step { st = state }                           /* load, acquire */
     do
     :: (st & CANCELED) && (st & UNREGISTERED) && !(st & (CANCEL_DONE | SUSP_MASK)) ->
-        atomic {                                    /* CAS st -> st | CANCEL_DONE, acq_rel (:423) */
+        atomic {                                    /* CAS st -> st | CANCEL_DONE, acq_rel */
             if
             :: state == st ->
                 state = st | CANCEL_DONE;
-                handler(); cancel_ran++;            /* the cancel handler (:426) */
+                handler(); cancel_ran++;            /* the cancel handler */
                 ok = true
             :: else -> st = state
             fi
         }
         if
-        :: ok -> d_step { st = state; ok = false }  /* load, acquire (:432) */
+        :: ok -> d_step { st = state; ok = false }  /* load, acquire */
         :: else
         fi
     :: else ->
@@ -418,12 +418,12 @@ inline source_invoke()
             n = st & ~SCHEDULED;
             if
             :: WANTS(n, pending) ->
-                assert(!on_target); on_target = true;   /* push_handler, still holding (:437) */
+                assert(!on_target); on_target = true;   /* push_handler, still holding */
                 item_running--; pushed = true; break
             :: else
             fi
         }
-        atomic {                                    /* CAS st -> n, seq_cst (:441) */
+        atomic {                                    /* CAS st -> n, seq_cst */
             if
             :: state == st ->
                 state = n;
@@ -439,27 +439,27 @@ inline source_invoke()
     if
     :: !pushed ->
 #ifndef BUG_NO_PENDING_RECHECK
-        atomic {                                    /* load pending, seq_cst (:448) */
+        atomic {                                    /* load pending, seq_cst */
             if
             :: pending != 0 -> ok = true
-            :: else -> in_window--; item_release()  /* nothing to wake: release (:451) */
+            :: else -> in_window--; item_release()  /* nothing to wake: release */
             fi
         }
         if
         :: ok ->
-            source_wake();                          /* (:449) */
-            d_step { item_release() }               /* (:451) */
+            source_wake();                          /* */
+            d_step { item_release() }               /* */
         :: else
         fi
 #else
-        d_step { item_release() }                   /* (:451) */
+        d_step { item_release() }                   /* */
 #endif
     :: else
     fi;
     d_step { st = 0; n = 0; ok = false; pushed = false; began_suspended = false }
 }
 
-/* A pool worker: pops the handler item off its target and runs it (queue.c:537). */
+/* A pool worker: pops the handler item off its target and runs it (queue.c). */
 proctype worker()
 {
     short st, n;
@@ -468,7 +468,7 @@ proctype worker()
     bool began_suspended;   /* ghost: the invocation began after a cq_suspend returned */
 end:
     do
-    /* pop the item (queue.c:537), then cq__source_invoke's first load, acquire (:385) */
+    /* pop the item (queue.c), then cq__source_invoke's first load, acquire */
     :: d_step {
             on_target -> on_target = false;
             assert(item_running == 0 && item_refs > 0 && !freed);
@@ -482,57 +482,57 @@ end:
 
 /* ---- the user's side ---- */
 
-/* source_resume (source.c:465); `mine`: by the suspender. Uses st, n, c, ok, first. */
+/* source_resume (source.c); `mine`: by the suspender. Uses st, n, c, ok, first. */
 inline source_resume(mine)
 {
-    /* load, relaxed (:468), then the CAS loop (:469-486): its computation is local, so the
+    /* load, relaxed, then the CAS loop (:469-486): its computation is local, so the
      * loop is one atomic read-modify-write (a failed CAS has no effect) */
     d_step {
         assert(!freed);
         st = state;
-        assert(st & SUSP_MASK);                     /* (:470) resumed more than suspended */
+        assert(st & SUSP_MASK);                     /* resumed more than suspended */
         n = st - SUSP_ONE;
         if
         :: !(st & ACTIVATED) ->
             n = n | ACTIVATED;
             if
-            :: (st & CANCELED) -> n = n | UNREGISTERED  /* canceled before it started (:478) */
-            :: !(st & CANCELED) && IS_DATA -> n = n | NO_REACTOR | REGISTERED_NEW   /* (:480) */
+            :: (st & CANCELED) -> n = n | UNREGISTERED  /* canceled before it started */
+            :: !(st & CANCELED) && IS_DATA -> n = n | NO_REACTOR | REGISTERED_NEW   /* */
             :: else
             fi
         :: else
         fi;
-        state = n;                                  /* CAS st -> n, acq_rel (:483) */
+        state = n;                                  /* CAS st -> n, acq_rel */
         if :: mine -> user_suspended = false :: else fi;   /* the suspender's own suspension ends */
         in_window++;
-        first = !(st & ACTIVATED);                  /* (:487) */
+        first = !(st & ACTIVATED);                  /* */
         st = 0
     }
     if
     :: first && !(n & (UNREGISTERED | NO_REACTOR)) ->
-        d_step {                                    /* the reactor's reference, relaxed (:489) */
+        d_step {                                    /* the reactor's reference, relaxed */
             assert(!reactor_ref);
             take_ref();
             reactor_ref = true
         }
-        reactor_command(CMD_REGISTER);              /* (:490) */
+        reactor_command(CMD_REGISTER);              /* */
 #ifndef BUG_CANCEL_UNREGISTER_EARLY
-        d_step {                                    /* or REG_QUEUED, acq_rel (:493) */
+        d_step {                                    /* or REG_QUEUED, acq_rel */
             assert(!freed);
             ok = (state & CANCELED) != 0;
             state = state | REG_QUEUED
         }
         if
-        :: ok -> reactor_command(CMD_UNREGISTER)    /* (:494) */
+        :: ok -> reactor_command(CMD_UNREGISTER)    /* */
         :: else
         fi
 #endif
     :: !first && !(n & SUSP_MASK) && IS_TIMER ->
-        reactor_command(CMD_RESUMED)                /* (:497) */
+        reactor_command(CMD_RESUMED)                /* */
     :: else
     fi;
     d_step { n = 0; first = false; ok = false };
-    source_wake()                                   /* (:499) */
+    source_wake()                                   /* */
 }
 
 /* The thread that created the source: cq_resume, cq_release. */
@@ -564,7 +564,7 @@ proctype suspender()
     short st, n;
     byte c;
     bool ok, first;
-    d_step {                                        /* source_suspend: add, relaxed (:459) */
+    d_step {                                        /* source_suspend: add, relaxed */
         assert(!freed);
         state = state + SUSP_ONE;
         user_suspended = true                       /* cq_suspend returns */
@@ -573,21 +573,21 @@ proctype suspender()
     xref_release()
 }
 
-/* cq_source_cancel (source.c:515), cq_release. */
+/* cq_source_cancel (source.c), cq_release. */
 proctype canceller()
 {
     short st;
     byte c, act;
     bool ok;
-    d_step {                                        /* or CANCELED, acq_rel (:518) */
+    d_step {                                        /* or CANCELED, acq_rel */
         assert(!freed);
         if
-        :: (state & CANCELED) -> act = 0            /* (:519) */
-        :: !(state & CANCELED) && (state & NO_REACTOR) -> act = 1   /* (:522) */
+        :: (state & CANCELED) -> act = 0            /* */
+        :: !(state & CANCELED) && (state & NO_REACTOR) -> act = 1   /* */
 #ifdef BUG_CANCEL_UNREGISTER_EARLY
         :: !(state & (CANCELED | NO_REACTOR)) && (state & ACTIVATED) -> act = 2  /* the old code */
 #else
-        :: !(state & (CANCELED | NO_REACTOR)) && (state & REG_QUEUED) -> act = 2 /* (:525) */
+        :: !(state & (CANCELED | NO_REACTOR)) && (state & REG_QUEUED) -> act = 2 /* */
 #endif
         :: else -> act = 0                          /* the first resume sends it, or lets go */
         fi;
@@ -595,11 +595,11 @@ proctype canceller()
     }
     if
     :: act == 1 ->
-        d_step { state = state | UNREGISTERED; in_window++; act = 0 };  /* or, acq_rel (:523) */
-        source_wake()                               /* (:524) */
+        d_step { state = state | UNREGISTERED; in_window++; act = 0 };  /* or, acq_rel */
+        source_wake()                               /* */
     :: act == 2 ->
         act = 0;
-        reactor_command(CMD_UNREGISTER)             /* (:526) */
+        reactor_command(CMD_UNREGISTER)             /* */
     :: else
     fi;
     xref_release()
