@@ -79,6 +79,7 @@ const struct cq__class cq__source_class = {
     .resume = source_resume,
     .set_target = source_set_target,
 };
+CQ__CLASS_REGISTER(cq__source_class)
 
 #define source_check cq__source_check
 

@@ -90,6 +90,8 @@ struct cq_source_s {
 
 enum { CQ__HANDLER_EVENT = 0, CQ__HANDLER_CANCEL = 1, CQ__HANDLER_REGISTRATION = 2 };
 
+extern const struct cq__class cq__source_class; /* source.c */
+
 /* Not a source, or a source from before a fork() used in the child: aborts naming `call`. */
 CQ_INTERNAL __attribute__((noreturn)) void cq__source_check_slow(cq_source_t s, const char *call);
 

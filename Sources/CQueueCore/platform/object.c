@@ -23,11 +23,27 @@ void cq__object_init_immortal(struct cq__object *o, const struct cq__class *cls)
     atomic_init(&o->xref, CQ__IMMORTAL);
 }
 
+/* Indexed by kind; written by constructors before main, read-only afterwards. */
+static const struct cq__class *classes[CQ__CLASS_MAX];
+
+void cq__class_register(const struct cq__class *cls)
+{
+    if (cls->kind <= 0 || cls->kind >= CQ__CLASS_MAX || classes[cls->kind] != NULL) {
+        cq__crash("internal error: class %s registered with kind %d twice or out of range",
+                  cls->name, (int)cls->kind);
+    }
+    classes[cls->kind] = cls;
+}
+
 bool cq__class_is_known(const struct cq__class *cls)
 {
     /* Compared by address, never dereferenced: a stray pointer is reported, not followed. */
-    return cls == &cq__queue_class || cls == &cq__semaphore_class || cls == &cq__group_class ||
-           cls == &cq__source_class || cls == &cq__work_item_class;
+    for (int k = 1; k < CQ__CLASS_MAX; k++) {
+        if (classes[k] == cls) {
+            return cls != NULL;
+        }
+    }
+    return false;
 }
 
 struct cq__object *cq__object_check(const void *object, enum cq__kind kind, const char *call)
@@ -40,9 +56,8 @@ struct cq__object *cq__object_check(const void *object, enum cq__kind kind, cons
         cq__crash("%s: %p is not a CQueueCore object (or was already freed)", call, object);
     }
     if (cq__unlikely(kind != 0 && o->cls->kind != kind)) {
-        static const char *const names[] = {"?",     "queue",  "semaphore",
-                                            "group", "source", "work item"};
-        cq__crash("%s: %s is not a %s", call, CQ_DESCRIBE(o), names[kind]);
+        cq__crash("%s: %s is not a %s", call, CQ_DESCRIBE(o),
+                  classes[kind] ? classes[kind]->name : "?");
     }
     return (struct cq__object *)o;
 }

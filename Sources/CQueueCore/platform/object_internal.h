@@ -56,11 +56,21 @@ struct cq__object {
     _Atomic uint32_t inactive;   /* 1 until activated (new sources, inactive queues) */
 };
 
-extern const struct cq__class cq__queue_class, cq__semaphore_class, cq__group_class,
-    cq__source_class, cq__work_item_class;
-
-/* Whether cls is one of the classes above (compared by address). */
+/*
+ * The classes the runtime accepts: each class's file registers it at load time
+ * (CQ__CLASS_REGISTER), one class per kind, so this layer names none of them.
+ * cq__class_is_known compares a pointer with the registered addresses and never dereferences
+ * it: a stray pointer is reported, not followed.
+ */
+#define CQ__CLASS_MAX 16 /* kinds */
+CQ_INTERNAL void cq__class_register(const struct cq__class *cls);
 CQ_INTERNAL bool cq__class_is_known(const struct cq__class *cls);
+
+#define CQ__CLASS_REGISTER(cls)                                                                    \
+    __attribute__((constructor)) static void cq__class_register_##cls(void)                        \
+    {                                                                                              \
+        cq__class_register(&cls);                                                                  \
+    }
 
 CQ_INTERNAL void cq__object_init(struct cq__object *object, const struct cq__class *cls);
 CQ_INTERNAL void cq__object_init_immortal(struct cq__object *object, const struct cq__class *cls);

@@ -45,6 +45,7 @@ const struct cq__class cq__queue_class = {
     .resume = queue_resume,
     .label = queue_label,
 };
+CQ__CLASS_REGISTER(cq__queue_class)
 
 #define STATIC_QUEUE(k, p, l)                                                                      \
     {                                                                                              \

@@ -82,6 +82,7 @@ extern struct cq_queue_s cq__main_queue;
 
 /* Not a queue (aborts), or a queue from before a fork() first used in the child (adopts it or
  * aborts, see fork.c). */
+extern const struct cq__class cq__queue_class; /* queue.c */
 CQ_INTERNAL void cq__queue_check_slow(cq_queue_t q, const char *call);
 
 CQ_INLINE struct cq_queue_s *cq__queue_check(cq_queue_t q, const char *call)

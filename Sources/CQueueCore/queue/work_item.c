@@ -55,11 +55,12 @@ static void work_item_dispose(struct cq__object *o)
     }
 }
 
-const struct cq__class cq__work_item_class = {
+static const struct cq__class cq__work_item_class = {
     .kind = CQ__KIND_WORK_ITEM,
     .name = "work item",
     .dispose = work_item_dispose,
 };
+CQ__CLASS_REGISTER(cq__work_item_class)
 
 static inline struct cq_work_item_s *item_check(cq_work_item_t item, const char *call)
 {

@@ -28,12 +28,13 @@ struct cq__group_notify {
 static void group_xref_dispose(struct cq__object *o);
 static void group_dispose(struct cq__object *o);
 
-const struct cq__class cq__group_class = {
+static const struct cq__class cq__group_class = {
     .kind = CQ__KIND_GROUP,
     .name = "group",
     .xref_dispose = group_xref_dispose,
     .dispose = group_dispose,
 };
+CQ__CLASS_REGISTER(cq__group_class)
 
 static inline struct cq_group_s *group_check(cq_group_t g, const char *call)
 {

@@ -37,12 +37,13 @@ struct cq_semaphore_s {
 static void semaphore_xref_dispose(struct cq__object *o);
 static void semaphore_dispose(struct cq__object *o);
 
-const struct cq__class cq__semaphore_class = {
+static const struct cq__class cq__semaphore_class = {
     .kind = CQ__KIND_SEMAPHORE,
     .name = "semaphore",
     .xref_dispose = semaphore_xref_dispose,
     .dispose = semaphore_dispose,
 };
+CQ__CLASS_REGISTER(cq__semaphore_class)
 
 static inline struct cq_semaphore_s *sema_check(cq_semaphore_t s, const char *call)
 {
