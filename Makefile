@@ -8,9 +8,14 @@
 #                  and the Swift example's tests (test-examples)
 #   make load      the example HTTP service (Examples/SQHTTPService) under wrk, its CPU work on
 #                  Swift's default executor, on SwiftQueues and on Dispatch
-#   make bench     build optimised and run the benchmarks against libdispatch: cq-bench (the C
-#                  core), the HTTP server under wrk (bench/http_bench.py), then the Swift layer
-#                  against the Dispatch overlay (Benchmarks/, sq-swift-bench)
+#   make bench     build optimised and run the benchmarks with a progress line: cq-bench (the C
+#                  core vs libdispatch), the HTTP server under wrk (bench/http_bench.py), the Swift
+#                  layer vs the Dispatch overlay, Swift's default executor and Foundation's
+#                  OperationQueue (Benchmarks/, sq-swift-bench); scripts/bench_report.py writes
+#                  tables and SVG charts to bench/results/<UTC date-time>/ (~7 min; QUICK=1:
+#                  small sizes, under 2 min once built, into bench/results/<...>-quick/)
+#   make bench-ordo  the Swift layer under ordo-one's benchmark package (Benchmarks/Ordo):
+#                  p50/p99 per operation and mallocs per operation, ours vs theirs
 #   make sanitize  the C tests under ASan+UBSan and under TSan, and `swift test --sanitize=thread`
 #   make soak      minutes of mixed load (SOAK_SECONDS, default 300): counts checked, tasks/s and
 #                  RSS printed every 10 s; fails on a wrong count or RSS growth over 10 %
@@ -30,7 +35,7 @@ APT_PACKAGES := liburcu-dev cmake ninja-build pkg-config gcc libblocksruntime-de
 	clang-format
 SWIFT_SCRATCH ?= .build
 
-.PHONY: all deps lint build run run-c test test-c test-swift test-examples bench sanitize \
+.PHONY: all deps lint build run run-c test test-c test-swift test-examples bench bench-ordo sanitize \
 	sanitize-c sanitize-swift soak fuzz model clean load
 
 all: build
@@ -74,13 +79,20 @@ test-swift: deps
 test-examples: deps
 	swift test --package-path Examples/SQHashTree --scratch-path Examples/SQHashTree/.build -Xswiftc -warnings-as-errors
 
+# BENCH_ARGS, HTTP_BENCH_ARGS and SWIFT_BENCH_ARGS pass options (or workload names) to cq-bench,
+# http_bench.py and sq-swift-bench; QUICK=1 gives each tool its --quick.
 bench: deps
 	cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DCQ_BUILD_TESTS=OFF
 	ninja -C build-bench cq-bench cq-http-server cq-http-server-libdispatch
-	./build-bench/bench/cq-bench $(BENCH_ARGS)
-	bench/http_bench.py --bin-dir build-bench/bench
 	swift build -c release --package-path Benchmarks --scratch-path .build-bench-swift
-	./.build-bench-swift/release/sq-swift-bench $(SWIFT_BENCH_ARGS)
+	python3 scripts/bench_report.py run $(if $(QUICK),--quick) --bin-dir build-bench/bench \
+	  --swift-bench .build-bench-swift/release/sq-swift-bench --c-args "$(BENCH_ARGS)" \
+	  --http-args "$(HTTP_BENCH_ARGS)" --swift-args "$(SWIFT_BENCH_ARGS)"
+
+# ordo-one's benchmark package builds its own tool and the benchmark targets in release mode under
+# Benchmarks/Ordo/.build; ORDO_ARGS passes options (e.g. --filter 'sync.*').
+bench-ordo: deps
+	swift package --package-path Benchmarks/Ordo benchmark $(ORDO_ARGS)
 
 sanitize: sanitize-c sanitize-swift
 
@@ -121,4 +133,4 @@ sanitize-swift: deps
 
 clean:
 	rm -rf $(BUILD) build-bench build-asan build-tsan build-fuzz $(SWIFT_SCRATCH) .build-tsan Examples/SQHashTree/.build Examples/SQHTTPService/.build \
-	  .build-bench-swift
+	  .build-bench-swift Benchmarks/Ordo/.build

@@ -214,13 +214,14 @@ static struct {
     unsigned watchdog; /* seconds per measured run */
     int fib_compare_n; /* n for the libdispatch fib and our matching run */
     unsigned runtimes; /* bit 0: ours, bit 1: libdispatch */
+    const char *json;  /* --json FILE: the summary, machine-readable, written at the end */
 } opt = {.reps = 5, .fib_limit = 60, .watchdog = 60, .fib_compare_n = 20, .runtimes = 3};
 
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: cq-bench [--quick] [--reps N] [--fib-limit SEC] [--watchdog SEC] [--verbose]\n"
-            "                [--list] [NAME...]\n"
+            "                [--list] [--json FILE] [NAME...]\n"
             "  --quick          small sizes, 3 repetitions, libdispatch fib(15) with a 5 s limit\n"
             "                   (a smoke test)\n"
             "  --reps N         measured repetitions per runtime (default 5; the median is shown)\n"
@@ -229,6 +230,8 @@ static void usage(FILE *f)
             "  --verbose        print every repetition\n"
             "  --runtime R      ours, libdispatch or both (default both)\n"
             "  --list           list the workloads\n"
+            "  --json FILE      also write the summary rows to FILE as JSON (for\n"
+            "                   scripts/bench_report.py)\n"
             "  NAME...          run only these workloads (default: all)\n");
 }
 
@@ -463,6 +466,9 @@ struct summary_row {
     const char *met;
     const char *reference;
     bool failed;
+    /* The same figures as numbers, for --json (NAN: none); target_v NAN when there is none. */
+    double ours_v, theirs_v, ratio_v, target_v;
+    char note[48]; /* for --json: why theirs has no figure ("did not finish in 60 s") */
 };
 
 static struct summary_row summary[3 * NBENCH];
@@ -523,6 +529,11 @@ static void add_row(const char *name, const char *unit, const struct stats *ours
         snprintf(row->theirs, sizeof row->theirs, "-");
     ratio_text(row->ratio, sizeof row->ratio, ours_value, theirs_value);
     target_text(row->target, sizeof row->target, target);
+    row->ours_v = ours->skipped ? NAN : ours_value;
+    row->theirs_v = theirs->skipped ? NAN : theirs_value;
+    row->ratio_v = row->ours_v > 0 && row->theirs_v > 0 ? row->theirs_v / row->ours_v : NAN;
+    row->target_v = target;
+    row->note[0] = '\0';
     row->met = met_word(ours_value, target);
     row->reference = reference;
     row->failed = ours->failures || theirs->failures;
@@ -634,7 +645,8 @@ static void run_fib(const struct bench_def *b)
         total_failures += big.failures + small.failures;
     }
 
-    char theirs[40] = "-", ratio[24] = "-";
+    char theirs[40] = "-", ratio[24] = "-", theirs_note[48] = "";
+    double theirs_ms = NAN;
     bool child_failed = false;
     if (run_theirs) {
         printf("   libdispatch fib(%d): one run in a child process, limit %g s ...\n", cn,
@@ -650,6 +662,7 @@ static void run_fib(const struct bench_def *b)
                    child.run.value, child.run.ok ? "verified" : "FAILED: ",
                    child.run.ok ? "" : child.run.msg);
             snprintf(theirs, sizeof theirs, "%.2f", child.run.ns / 1e6);
+            theirs_ms = child.run.ok ? child.run.ns / 1e6 : NAN;
             if (run_ours)
                 snprintf(ratio, sizeof ratio, "%.0fx", child.run.ns / 1e6 / small.median);
             child_failed = !child.run.ok;
@@ -657,12 +670,14 @@ static void run_fib(const struct bench_def *b)
         case BENCH_CHILD_KILLED:
             printf("   %-20s did not finish within %g s (killed)\n", label, opt.fib_limit);
             snprintf(theirs, sizeof theirs, "DNF in %g s", opt.fib_limit);
+            snprintf(theirs_note, sizeof theirs_note, "did not finish in %g s", opt.fib_limit);
             if (run_ours)
                 snprintf(ratio, sizeof ratio, "> %.0fx", opt.fib_limit * 1e3 / small.median);
             break;
         case BENCH_CHILD_BROKEN:
             printf("   %-20s FAILED: %s\n", label, child.detail);
             snprintf(theirs, sizeof theirs, "FAILED");
+            snprintf(theirs_note, sizeof theirs_note, "failed");
             child_failed = true;
             break;
         }
@@ -688,6 +703,10 @@ static void run_fib(const struct bench_def *b)
     row->met = n == 30 ? met_word(big.median, b->target) : "n/a";
     row->reference = "deadlock";
     row->failed = big.failures != 0;
+    row->ours_v = run_ours ? big.median : NAN;
+    row->theirs_v = row->ratio_v = NAN;
+    row->target_v = n == 30 ? b->target : NAN;
+    snprintf(row->note, sizeof row->note, "libdispatch not run (deadlocks at fib(30))");
 
     row = &summary[summary_rows++];
     snprintf(name_small, sizeof name_small, "fib(%d)", cn);
@@ -703,6 +722,11 @@ static void run_fib(const struct bench_def *b)
     row->met = "-";
     row->reference = cn == 20 ? "35 s" : "-";
     row->failed = small.failures != 0 || child_failed;
+    row->ours_v = run_ours ? small.median : NAN;
+    row->theirs_v = theirs_ms;
+    row->ratio_v = row->ours_v > 0 && theirs_ms > 0 ? theirs_ms / row->ours_v : NAN;
+    row->target_v = NAN;
+    snprintf(row->note, sizeof row->note, "%s", theirs_note);
 }
 
 static void print_summary(void)
@@ -720,6 +744,13 @@ static void print_summary(void)
                row->failed ? "   VERIFICATION FAILED" : "");
     }
 }
+
+static struct {
+    char model[128];
+    char kernel[160];
+    long online;
+    int affinity;
+} machine;
 
 static void print_machine(void)
 {
@@ -747,6 +778,10 @@ static void print_machine(void)
     printf("cq-bench: CQueueCore vs libdispatch (%s), one process\n", CQ_BENCH_DISPATCH_LIBDIR);
     printf("machine:  %s, kernel %s %s, nproc %ld online, %d in affinity mask\n", model, u.sysname,
            u.release, sysconf(_SC_NPROCESSORS_ONLN), affinity);
+    snprintf(machine.model, sizeof machine.model, "%s", model);
+    snprintf(machine.kernel, sizeof machine.kernel, "%s %s", u.sysname, u.release);
+    machine.online = sysconf(_SC_NPROCESSORS_ONLN);
+    machine.affinity = affinity;
     printf("ours:     workers %u, run queues %u, threads %u, thread limit %u\n", info.workers,
            info.procs, info.threads, info.thread_limit);
     printf("method:   %s sizes; per workload one unmeasured warm-up run per runtime, then %d "
@@ -763,6 +798,75 @@ static void print_runtime_after(void)
            ", monitor spawns %" PRIu64 ", thread limit reached %u times\n",
            info.threads, info.threads_peak, info.procs, info.handoffs, info.monitor_spawns,
            info.limit_reached);
+}
+
+/* ---- --json ---------------------------------------------------------------------------------- */
+
+static void json_string(FILE *f, const char *text)
+{
+    fputc('"', f);
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            fprintf(f, "\\%c", *c);
+        else if (*c < 0x20)
+            fprintf(f, "\\u%04x", *c);
+        else
+            fputc(*c, f);
+    }
+    fputc('"', f);
+}
+
+static void json_number(FILE *f, double v)
+{
+    if (isfinite(v))
+        fprintf(f, "%.6g", v);
+    else
+        fputs("null", f);
+}
+
+/* The summary rows as JSON: every figure is lower-is-better, ratio = libdispatch/ours (above 1 is
+ * better for us), null where a side has no figure. Returns false if FILE cannot be written. */
+static bool write_json(const char *path, double wall_s)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        fprintf(stderr, "cq-bench: cannot write %s: %s\n", path, strerror(errno));
+        return false;
+    }
+    fprintf(f, "{\n  \"tool\": \"cq-bench\",\n  \"table\": \"C core vs libdispatch\",\n");
+    fprintf(f, "  \"ours\": \"CQueueCore\",\n  \"theirs\": \"libdispatch\",\n");
+    fprintf(f, "  \"quick\": %s,\n  \"reps\": %d,\n  \"wall_s\": %.1f,\n",
+            opt.quick ? "true" : "false", opt.reps, wall_s);
+    fprintf(f, "  \"verified\": %s,\n", total_failures ? "false" : "true");
+    fprintf(f, "  \"machine\": {\"cpu\": ");
+    json_string(f, machine.model);
+    fprintf(f, ", \"kernel\": ");
+    json_string(f, machine.kernel);
+    fprintf(f, ", \"cpus_online\": %ld, \"cpus\": %d},\n  \"rows\": [\n", machine.online,
+            machine.affinity);
+    for (int i = 0; i < summary_rows; i++) {
+        const struct summary_row *row = &summary[i];
+        fprintf(f, "    {\"name\": ");
+        json_string(f, row->name);
+        fprintf(f, ", \"unit\": ");
+        json_string(f, row->unit);
+        fprintf(f, ", \"ours\": ");
+        json_number(f, row->ours_v);
+        fprintf(f, ", \"theirs\": ");
+        json_number(f, row->theirs_v);
+        fprintf(f, ", \"ratio\": ");
+        json_number(f, row->ratio_v);
+        fprintf(f, ", \"better\": \"lower\", \"target\": ");
+        json_number(f, row->target_v);
+        fprintf(f, ", \"failed\": %s", row->failed ? "true" : "false");
+        if (row->note[0] != '\0') {
+            fprintf(f, ", \"note\": ");
+            json_string(f, row->note);
+        }
+        fprintf(f, "}%s\n", i + 1 < summary_rows ? "," : "");
+    }
+    fprintf(f, "  ]\n}\n");
+    return fclose(f) == 0;
 }
 
 /* ---- main -------------------------------------------------------------------------------------- */
@@ -809,6 +913,12 @@ int main(int argc, char **argv)
             limit_given = true;
         } else if (strcmp(a, "--watchdog") == 0) {
             opt.watchdog = (unsigned)parse_number(a, i + 1 < argc ? argv[++i] : NULL);
+        } else if (strcmp(a, "--json") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "cq-bench: --json needs a file name\n");
+                return 2;
+            }
+            opt.json = argv[++i];
         } else if (strcmp(a, "--list") == 0) {
             for (size_t k = 0; k < NBENCH; k++) {
                 printf("%-18s %s\n", benches[k].name, benches[k].title);
@@ -871,7 +981,10 @@ int main(int argc, char **argv)
     }
     print_summary();
     print_runtime_after();
-    printf("total wall time %.1f s; %s\n", (double)(bench_now_ns() - t0) / 1e9,
+    double wall_s = (double)(bench_now_ns() - t0) / 1e9;
+    printf("total wall time %.1f s; %s\n", wall_s,
            total_failures ? "SOME RUNS FAILED VERIFICATION" : "all runs verified");
+    if (opt.json != NULL && !write_json(opt.json, wall_s))
+        return 2;
     return total_failures ? 1 : 0;
 }

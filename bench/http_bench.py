@@ -14,8 +14,10 @@ server binaries); 77 when wrk is not installed (ctest reports a skip).
 
     bench/http_bench.py --bin-dir build-bench/bench            # 16, 64, 256 connections, 5 s
     bench/http_bench.py --bin-dir build-bench/bench --quick    # 1 s runs, no warm-up
+    bench/http_bench.py --bin-dir build-bench/bench --json http.json   # also the rows as JSON
 """
 import argparse
+import json
 import os
 import re
 import select
@@ -187,6 +189,8 @@ def main():
     ap.add_argument("--runtime", choices=["both", "ours", "libdispatch"], default="both")
     ap.add_argument("--verbose", action="store_true", help="print every run")
     ap.add_argument("--wrk", default="wrk")
+    ap.add_argument("--json", metavar="FILE",
+                    help="also write the table's rows to FILE as JSON (scripts/bench_report.py)")
     args = ap.parse_args()
     if args.quick:
         args.duration, args.reps, args.warmup = 1, 1, 0
@@ -265,16 +269,40 @@ def main():
               "libdispatch/ours for the others).")
     print(f"{'conns':>5}  {'':<16}" + "".join(f"{n:>12}" for n in names) +
           (f"{'ratio':>8}" if len(names) == 2 else ""))
+    json_rows = []
     for c in conns:
         for i, (key, label, fmt, higher) in enumerate(rows):
             vals = [statistics.median(r[key] for r in results[(n, c)]) for n in names]
             line = f"{c if i == 0 else '':>5}  {label:<16}" + "".join(
                 f"{fmt.format(v):>12}" for v in vals)
+            ratio = None
             if len(names) == 2:
                 a, b = vals if higher else vals[::-1]
-                line += f"{a / b:>8.2f}" if b else f"{'-':>8}"
+                ratio = a / b if b else None
+                line += f"{ratio:>8.2f}" if b else f"{'-':>8}"
             print(line)
+            by_name = dict(zip(names, vals))
+            metric, _, unit = label.rpartition(" ")
+            if not metric:
+                metric, unit = label, "req/s"
+            json_rows.append({
+                "name": f"c{c} {metric}", "conns": c, "metric": key, "unit": unit,
+                "ours": finite(by_name.get("ours")), "theirs": finite(by_name.get("libdispatch")),
+                "ratio": finite(ratio), "better": "higher" if higher else "lower"})
+    if args.json:
+        doc = {"tool": "http_bench", "table": "HTTP server on READ sources vs libdispatch",
+               "ours": "CQueueCore", "theirs": "libdispatch", "quick": args.quick,
+               "reps": args.reps, "duration_s": args.duration, "wrk_threads": args.threads,
+               "verified": True, "rows": json_rows}
+        with open(args.json, "w") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
     return 0
+
+
+def finite(v):
+    """v, or None when it is missing or not a finite number (JSON has no NaN)."""
+    return v if isinstance(v, (int, float)) and v == v and abs(v) != float("inf") else None
 
 
 if __name__ == "__main__":

@@ -225,7 +225,8 @@ func overheadWorkload() -> Workload {
         let t = nowNs() - t0
         cq_release(UnsafeMutableRawPointer(g))
         return t
-    })
+    },
+    other: "C core")
 }
 
 

@@ -1,7 +1,8 @@
 // sq-swift-bench: the same Swift closures through SwiftQueues and through Apple's Dispatch
 // overlay, in one process, alternating run by run.
 //
-//   swift run -c release --package-path Benchmarks sq-swift-bench [--quick] [--reps N] [NAME...]
+//   swift run -c release --package-path Benchmarks sq-swift-bench [--quick] [--reps N]
+//       [--only ours|dispatch] [--json FILE] [--list] [NAME...]
 //
 // For each workload: the median time per operation of each runtime (min and max in brackets),
 // the ratio Dispatch/SwiftQueues (above 1 is better for us), the goal from issue 10, and the
@@ -20,6 +21,8 @@ nonisolated(unsafe) var quick = false
 nonisolated(unsafe) var reps = 5
 nonisolated(unsafe) var selected: Set<String> = []
 nonisolated(unsafe) var only: String? = nil  // "ours" or "dispatch": measure one side only
+nonisolated(unsafe) var jsonPath: String? = nil  // --json FILE: the summary rows as JSON
+nonisolated(unsafe) var listOnly = false
 do {
     var args = CommandLine.arguments.dropFirst()
     while let arg = args.popFirst() {
@@ -27,8 +30,17 @@ do {
         case "--quick": quick = true; reps = 3
         case "--reps": reps = Int(args.popFirst() ?? "") ?? reps
         case "--only": only = args.popFirst()
+        case "--json":
+            guard let path = args.popFirst() else {
+                FileHandle.standardError.write("sq-swift-bench: --json needs a file name\n".data(using: .utf8)!)
+                exit(2)
+            }
+            jsonPath = path
+        case "--list": listOnly = true
         case "--help", "-h":
-            print("usage: sq-swift-bench [--quick] [--reps N] [--only ours|dispatch] [NAME...]")
+            print("usage: sq-swift-bench [--quick] [--reps N] [--only ours|dispatch] [--json FILE] [--list] [NAME...]")
+            print("  --json FILE  also write the summary rows to FILE as JSON (for scripts/bench_report.py)")
+            print("  --list       list the workloads, one per line: name, then the table it belongs to")
             exit(0)
         default: selected.insert(arg)
         }
@@ -86,6 +98,7 @@ func median(_ xs: [Double]) -> Double {
 
 func run(_ w: Workload) -> Row {
     print("== \(w.name): \(w.title) (\(w.ops) operations)")
+    fflush(nil)  // into a pipe too: scripts/bench_report.py shows this line as its progress
     var ours = Measure(isOurs: true), theirs = Measure(isOurs: false)
     if only != "dispatch" { _ = w.ours(max(w.ops / 10, 1)) }  // warm-up
     if only != "ours" { _ = w.dispatch(max(w.ops / 10, 1)) }
@@ -122,11 +135,27 @@ func run(_ w: Workload) -> Row {
 
 // MARK: - Main
 
-let all = queueWorkloads() + sourceWorkloads() + concurrencyWorkloads()
-    + operationWorkloads()
+// The tables, by what the second column measures (the report draws one chart per table).
+let tables: [(name: String, theirs: String, workloads: [Workload])] = [
+    ("Swift layer vs the Dispatch overlay", "Dispatch", queueWorkloads() + sourceWorkloads()),
+    ("Swift concurrency: our executors vs the default executor", "default executor",
+     concurrencyWorkloads()),
+    ("SQOperationQueue vs Foundation's OperationQueue", "Foundation", operationWorkloads()),
+]
+if listOnly {
+    for t in tables {
+        for w in t.workloads { print("\(w.name)\t\(t.name)") }
+    }
+    exit(0)
+}
 var rows: [Row] = []
-for w in all where selected.isEmpty || selected.contains(w.name) {
-    rows.append(run(w))
+var rowTable: [String] = []  // the table of each row
+let started = nowNs()
+for t in tables {
+    for w in t.workloads where selected.isEmpty || selected.contains(w.name) {
+        rows.append(run(w))
+        rowTable.append(t.name)
+    }
 }
 
 print("")
@@ -149,6 +178,48 @@ for r in rows {
           + pad(String(format: "%.2f", median(r.ours.allocs)), 10)
           + pad(String(format: "%.2f", median(r.dispatch.allocs)), 9)
           + (r.other == "Dispatch" ? "" : "  (second column: \(r.other))"))
+}
+
+/// The summary as JSON (every figure lower-is-better; ratio = theirs/ours, above 1 is better for us).
+@MainActor func writeJSON(to path: String) -> Bool {
+    func number(_ x: Double) -> String { x.isFinite ? String(format: "%.6g", x) : "null" }
+    func text(_ s: String) -> String {
+        var out = "\""
+        for c in s.unicodeScalars {
+            switch c {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case _ where c.value < 0x20: out += String(format: "\\u%04x", c.value)
+            default: out.unicodeScalars.append(c)
+            }
+        }
+        return out + "\""
+    }
+    var lines: [String] = []
+    for (i, r) in rows.enumerated() {
+        let o = r.ours.ns.isEmpty ? Double.nan : median(r.ours.ns)
+        let d = r.dispatch.ns.isEmpty ? Double.nan : median(r.dispatch.ns)
+        let table = tables.first { $0.name == rowTable[i] }!
+        let theirs = table.theirs == "Foundation" ? "Foundation"
+            : r.other == "default exec" ? "default executor" : r.other
+        let allocO = r.ours.allocs.isEmpty ? Double.nan : median(r.ours.allocs)
+        let allocD = r.dispatch.allocs.isEmpty ? Double.nan : median(r.dispatch.allocs)
+        lines.append("    {\"name\": \(text(r.name)), \"table\": \(text(rowTable[i])), "
+            + "\"unit\": \(text(r.unit)), \"ours\": \(number(o)), \"theirs\": \(number(d)), "
+            + "\"ratio\": \(number(o > 0 && d > 0 ? d / o : .nan)), \"better\": \"lower\", "
+            + "\"theirs_name\": \(text(theirs)), \"goal_ratio\": \(number(r.goal ?? .nan)), "
+            + "\"allocs_ours\": \(number(allocO)), \"allocs_theirs\": \(number(allocD))}")
+    }
+    let json = "{\n  \"tool\": \"sq-swift-bench\",\n  \"ours\": \"SwiftQueues\",\n"
+        + "  \"quick\": \(quick),\n  \"reps\": \(reps),\n"
+        + "  \"wall_s\": \(String(format: "%.1f", Double(nowNs() - started) / 1e9)),\n"
+        + "  \"verified\": \(failures == 0),\n  \"rows\": [\n"
+        + lines.joined(separator: ",\n") + "\n  ]\n}\n"
+    return FileManager.default.createFile(atPath: path, contents: json.data(using: .utf8))
+}
+if let jsonPath, !writeJSON(to: jsonPath) {
+    FileHandle.standardError.write("sq-swift-bench: cannot write \(jsonPath)\n".data(using: .utf8)!)
+    exit(2)
 }
 if failures > 0 {
     print("\(failures) check(s) FAILED")
