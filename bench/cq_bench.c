@@ -148,6 +148,10 @@ static const struct bench_def benches[] = {
     {.id = B_ONCE, .name = "once", .unit = "ns/call", .divisor = 1,
      .title = "once_f on a predicate that is already done (the fast path)", .n_full = 10000000,
      .n_quick = 500000, .flags = BF_VS_FLOOR, .target = NAN, .reference = "-"},
+    {.id = B_SPECIFIC, .name = "get_specific", .unit = "ns/lookup", .divisor = 1,
+     .title = "get_specific from tasks of two serial queues, found on their shared target "
+              "(2 threads at once; per lookup per thread)",
+     .n_full = 4000000, .n_quick = 200000, .target = NAN, .reference = "-"},
     {.id = B_APPLY, .name = "apply", .unit = "ns/iteration", .divisor = 1,
      .title = "apply onto the default global queue, each iteration writes its own byte",
      .n_full = 10000000, .n_quick = 1000000, .target = 3, .reference = "19 ns/iteration"},

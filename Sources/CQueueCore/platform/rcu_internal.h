@@ -16,7 +16,20 @@
 #ifndef CQ_RCU_INTERNAL_H
 #define CQ_RCU_INTERNAL_H
 
+/* The read side inline (liburcu's LGPL static functions, which it offers to non-LGPL code: each
+ * is under ten lines): a thread-local counter update and a compiler barrier in our own code,
+ * where the library's exported functions cost a call and two __tls_get_addr each (a lookup of
+ * a queue-specific value: 76 ns through them, see docs/design.md §11). Only this header
+ * includes urcu-bp.h, so the choice is made once. */
+#ifndef _LGPL_SOURCE
+#define _LGPL_SOURCE
+#define CQ__LGPL_SOURCE_HERE
+#endif
 #include <urcu/urcu-bp.h>
+#ifdef CQ__LGPL_SOURCE_HERE
+#undef _LGPL_SOURCE
+#undef CQ__LGPL_SOURCE_HERE
+#endif
 
 #include "platform/atomic_internal.h"
 #include "platform/fork_internal.h"

@@ -23,11 +23,11 @@
 
 #include <cqueuecore/queue.h>
 #include <pthread.h>
-#include <urcu/urcu-bp.h>
 
 #include "platform/atomic_internal.h"
 #include "platform/fork_internal.h"
 #include "platform/object_internal.h"
+#include "platform/rcu_internal.h"
 #include "scheduler/item_internal.h"
 #include "scheduler/thread_internal.h"
 
