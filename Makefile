@@ -5,7 +5,7 @@
 #   make lint      the C core's structure checks (scripts/lint.sh): no include from a lower layer
 #                  into a higher one, a pairing note on every non-relaxed atomic, clang-format
 #   make test      install what is missing, make lint, build, run the C tests (ctest), `swift test`
-#                  and the Swift example's tests (test-examples)
+#                  and the tests of the Swift example and of the metrics package (test-examples)
 #   make load      the example HTTP service (Examples/SQHTTPService) under wrk, its CPU work on
 #                  Swift's default executor, on SwiftQueues and on Dispatch
 #   make bench     build optimised and run the benchmarks with a progress line: cq-bench (the C
@@ -25,14 +25,14 @@
 #
 # Installing packages needs root (as in CI); as another user, install them first:
 #   sudo apt-get install liburcu-dev cmake ninja-build pkg-config gcc libblocksruntime-dev spin wrk \
-#     clang-format
+#     clang-format systemtap-sdt-dev
 
 SHELL := /bin/bash
 BUILD ?= build
 JOBS ?= $(shell nproc)
 RUN_DIR ?= /usr/include
 APT_PACKAGES := liburcu-dev cmake ninja-build pkg-config gcc libblocksruntime-dev spin wrk \
-	clang-format
+	clang-format systemtap-sdt-dev
 SWIFT_SCRATCH ?= .build
 
 .PHONY: all deps lint build run run-c test test-c test-swift test-examples bench bench-ordo sanitize \
@@ -78,6 +78,7 @@ test-swift: deps
 
 test-examples: deps
 	swift test --package-path Examples/SQHashTree --scratch-path Examples/SQHashTree/.build -Xswiftc -warnings-as-errors
+	swift test --package-path Integrations/SwiftQueuesMetrics --scratch-path Integrations/SwiftQueuesMetrics/.build -Xswiftc -warnings-as-errors
 
 # BENCH_ARGS, HTTP_BENCH_ARGS and SWIFT_BENCH_ARGS pass options (or workload names) to cq-bench,
 # http_bench.py and sq-swift-bench; QUICK=1 gives each tool its --quick.

@@ -34,6 +34,7 @@ extension SQOperation {
         deliverer?.deliver()
         switch outcome {
         case .run:
+            SQRuntime.probeOperationState(self, .executing)
             main(finish: Finisher(self))
         case .finishCancelled:
             SQOperationContext.finishAsLastStep(self)
@@ -80,6 +81,7 @@ extension SQOperation {
             return true
         }
         guard first else { return }
+        SQRuntime.probeOperationState(self, .finished)
         deliverer?.deliver()
         if let completion {
             completion()

@@ -179,8 +179,10 @@ static void fanout_learn(int64_t now)
  */
 static bool fire(struct pending *b, struct cq__proc *p)
 {
-    uint32_t local = 0;
+    uint32_t local = 0, calls = 0;
     while (b) {
+        calls++;
+        cq__count(timer_fires, 1); /* before the task can run: a reader that saw it ran sees it */
         struct pending *next = b->next;
         struct cq_queue_s *q = b->queue;
         cq_function_t fn = b->function;
@@ -200,6 +202,9 @@ static bool fire(struct pending *b, struct cq__proc *p)
         }
         cq__ref_release(&q->obj); /* the pushed task keeps the queue busy, and so alive */
         b = next;
+    }
+    if (calls) {
+        CQ_PROBE2(timer_fire, 0, calls);
     }
     if (local) {
         cq__fence(

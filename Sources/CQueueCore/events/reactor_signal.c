@@ -75,6 +75,9 @@ static void signals_delivered(int signo, uint32_t n)
     if (n == 0 || signo <= 0 || signo >= _NSIG) {
         return;
     }
+    if (signo == cq__dump_signo) {
+        cq__introspect_dump_signal(); /* here, on the reactor: workers may all be stuck */
+    }
     for (struct cq_source_s *s = R.sig_sources[signo]; s; s = s->next_on_key) {
         cq__source_event(s, n, false);
     }

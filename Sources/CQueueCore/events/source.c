@@ -183,6 +183,7 @@ cq_source_t cq_source_create(cq_source_type_t type, uintptr_t handle, uintptr_t 
     atomic_init(&s->state, CQ__SS_SUSPEND_ONE); /* created suspended */
     cq__ref_retain(&q->obj);
     atomic_init(&s->target, q);
+    cq__source_registry_add(s);
     return s;
 }
 
@@ -330,6 +331,11 @@ void cq__source_invoke(struct cq_source_s *s)
         }
         if (fired || data) {
             cq__store(&s->data, data, relaxed);
+            cq__count(source_events, 1);
+            if (CQ_PROBE_ENABLED(source_event)) {
+                struct cq__frame *f = cq__tls.frame;
+                CQ_PROBE4(source_event, s->type->kind, data, s, f ? f->queue->label : "");
+            }
             cq__source_call_handler(s, CQ__HANDLER_EVENT);
             cq__store(&s->data, 0, relaxed);
         }
@@ -569,6 +575,7 @@ static void source_dispose(struct cq__object *o)
     cq_function_t fin = o->finalizer;
     void *ctx = o->context;
     struct cq_queue_s *q = cq__load(&s->target, relaxed);
+    cq__source_registry_remove(s);
     cq__source_free_retired(s);
     for (int i = 0; i < 3; i++) {
         struct cq__handler *h = cq__load(&s->handlers[i], relaxed);

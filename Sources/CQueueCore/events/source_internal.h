@@ -86,6 +86,7 @@ struct cq_source_s {
     /* commands to the reactor, see reactor.c */
     struct cq__item cmd_item;
     _Atomic uint32_t cmds;
+    struct cq_source_s *reg_prev, *reg_next; /* live-source list (introspect.c), its lock */
 };
 
 enum { CQ__HANDLER_EVENT = 0, CQ__HANDLER_CANCEL = 1, CQ__HANDLER_REGISTRATION = 2 };
@@ -102,6 +103,13 @@ CQ_INLINE struct cq_source_s *cq__source_check(cq_source_t s, const char *call)
     }
     return s;
 }
+
+/* introspect.c: the live-source list (create / dispose); the CQ_DUMP_SIGNAL signal's number
+ * (0: none), checked by the reactor as signals arrive, and the dump it writes then. */
+CQ_INTERNAL void cq__source_registry_add(struct cq_source_s *s);
+CQ_INTERNAL void cq__source_registry_remove(struct cq_source_s *s);
+CQ_INTERNAL extern int cq__dump_signo;
+CQ_INTERNAL void cq__introspect_dump_signal(void);
 
 /* source.c */
 CQ_INTERNAL void cq__source_invoke(struct cq_source_s *s); /* the handler item ran */

@@ -21,6 +21,7 @@
 #include "events/source_internal.h"
 #include "platform/diag_internal.h"
 #include "platform/fork_internal.h"
+#include "platform/probes_internal.h"
 #include "platform/time_internal.h"
 #include "scheduler/task_internal.h"
 
@@ -246,6 +247,14 @@ void cq_source_set_timer(cq_source_t s, cq_time_t start, uint64_t interval, uint
     cq__reactor_command(s, CQ__CMD_TIMER);
 }
 
+/* Counts `fires` for cq_runtime_get_counters and the timer_fire probe; returns it. */
+static uintptr_t note_fires(uintptr_t fires)
+{
+    cq__count(timer_fires, fires);
+    CQ_PROBE2(timer_fire, 1, fires);
+    return fires;
+}
+
 /* Counts the fires of t due by `now` (t is due), and moves it to its next deadline. Returns
  * the count; t->deadline is INT64_MAX when it will not fire again. */
 static uintptr_t count_fires(struct cq__timer *t, int64_t now)
@@ -322,7 +331,7 @@ void cq__timer_apply(struct cq_source_s *s)
         t->parked = false;
         int64_t now = clock_now(t->clock);
         if (t->deadline <= now) {
-            cq__source_event(s, count_fires(t, now), false);
+            cq__source_event(s, note_fires(count_fires(t, now)), false);
             if (t->deadline == INT64_MAX) {
                 return;
             }
@@ -401,7 +410,7 @@ void cq__timers_run(int64_t *mono_next, int64_t *wall_next)
                 t->parked = true; /* resume counts what it missed */
                 continue;
             }
-            cq__source_event(s, count_fires(t, now), false);
+            cq__source_event(s, note_fires(count_fires(t, now)), false);
             if (t->deadline != INT64_MAX) {
                 schedule(t);
             }

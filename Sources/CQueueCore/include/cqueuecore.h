@@ -18,6 +18,7 @@
 #include <cqueuecore/source.h>
 #include <cqueuecore/work_item.h>
 #include <cqueuecore/runtime.h>
+#include <cqueuecore/introspect.h>
 #include <cqueuecore/swift_support.h>
 #include <cqueuecore/blocks.h>
 

@@ -91,6 +91,7 @@ cq_queue_t cq_queue_create(const char *label, cq_queue_attr_t attr)
     atomic_init(&q->head, NULL);
     atomic_init(&q->state, 0);
     q->fork_gen = cq__fork_gen;
+    cq__queue_registry_add(q);
     return q;
 }
 
@@ -354,6 +355,7 @@ static inline void async_impl(cq_queue_t q, void *ctx, cq_function_t fn, unsigne
     t->function = fn;
     t->context = ctx;
     t->group = NULL;
+    CQ__PROBE_ENQUEUE(q, &t->item);
     cq__queue_push(q, &t->item, CQ__PUSH_TAIL);
 }
 
@@ -501,6 +503,7 @@ static void queue_free(struct cq_queue_s *q)
 {
     struct cq_queue_s *target = cq__load(&q->target, relaxed);
     cq__queue_specifics_dispose(q);
+    cq__queue_registry_remove(q);
     q->obj.cls = NULL; /* later misuse of the pointer is reported, while the memory lasts */
     /* The memory goes after an RCU grace period: a set_target elsewhere may be walking a
      * chain that still ran through this queue. */
@@ -614,12 +617,33 @@ static const char *queue_label(const struct cq__object *o)
     return ((const struct cq_queue_s *)o)->label;
 }
 
+unsigned cq__queue_root_prio(struct cq_queue_s *q)
+{
+    cq__rcu_read_lock(); /* a chain not held by the caller beyond q itself */
+    for (unsigned depth = 0; q && q->kind != CQ__QUEUE_ROOT && depth < 64; depth++) {
+        q = q->kind == CQ__QUEUE_MAIN ? NULL : cq__queue_target(q);
+    }
+    unsigned prio = q ? q->prio : CQ__PRIO_DEFAULT;
+    cq__rcu_read_unlock();
+    return prio;
+}
+
+/* For the scheduler's probes (cq__item_label): a queue's label, or a global queue's. */
+static const char *label_of(struct cq_queue_s *q, unsigned prio)
+{
+    if (q == NULL) {
+        return cq__root_queues[prio < 4 ? prio : CQ__PRIO_DEFAULT].label;
+    }
+    return q->label;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* Items that hold a concurrent queue's width                                               */
 
 /* The wrapper cq__queue_redirect makes for an item that already holds another queue's width. */
 static void redirect_run(struct cq__item *it)
 {
+    cq__pool_count_container();
     struct cq__task *t = (struct cq__task *)it;
     struct cq__item *inner = t->context;
     cq__task_free(t);
@@ -631,6 +655,7 @@ CQ__ITEM_KIND_REGISTER(CQ__ITEM_REDIRECT, redirect_run)
  * queue items, so a static link that has one has the other. */
 static void queue_item_run(struct cq__item *it)
 {
+    cq__pool_count_container();
     cq__queue_drain((struct cq_queue_s *)((char *)it - offsetof(struct cq_queue_s, item)));
 }
 CQ__ITEM_KIND_REGISTER(CQ__ITEM_QUEUE, queue_item_run)
@@ -638,6 +663,7 @@ CQ__ITEM_KIND_REGISTER(CQ__ITEM_QUEUE, queue_item_run)
 __attribute__((constructor)) static void queue_register_owner_done(void)
 {
     cq__item_owner_done_register(cq__queue_release_width);
+    cq__item_label_register(label_of);
 }
 
 CQ__FORK_REGISTER(queue, CQ__FORK_RANK_QUEUE, NULL, NULL, cq__queue_fork_child)

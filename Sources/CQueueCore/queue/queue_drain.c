@@ -41,7 +41,7 @@ static inline void handoff_to_waiter(struct cq__item *it)
     cq__event_signal(&w->event);
 }
 
-static void serial_drain(struct cq_queue_s *q)
+CQ_INLINE void serial_drain(struct cq_queue_s *q)
 {
     struct cq__frame f;
     cq__frame_push(&f, q, true);
@@ -74,6 +74,21 @@ static void serial_drain(struct cq_queue_s *q)
         }
     }
     cq__frame_pop(&f);
+}
+
+/* Thread naming on (scheduler/thread_internal.h): the drain runs under q's label; after a drain
+ * nested in another queue's, the thread takes that queue's name back. After an outer drain it
+ * keeps q's: the worker renames itself when it next runs something else (worker.c), so a
+ * worker that drains one queue again and again renames itself once. Out of line, so the
+ * common drain carries none of it. */
+static CQ_NOINLINE void serial_drain_named(struct cq_queue_s *q)
+{
+    cq__thread_name_note(q->label);
+    serial_drain(q);
+    struct cq__frame *f = cq__tls.frame;
+    if (f) {
+        cq__thread_name_note(f->queue->label);
+    }
 }
 
 static void concurrent_drain(struct cq_queue_s *q)
@@ -157,6 +172,8 @@ void cq__queue_drain(struct cq_queue_s *q)
     }
     if (q->kind == CQ__QUEUE_CONCURRENT) {
         concurrent_drain(q);
+    } else if (cq__unlikely(cq__load(&cq__thread_naming_ms, relaxed) != 0)) {
+        serial_drain_named(q);
     } else {
         serial_drain(q);
     }

@@ -28,6 +28,7 @@
 #include "platform/fork_internal.h"
 #include "platform/object_internal.h"
 #include "platform/rcu_internal.h"
+#include "platform/probes_internal.h"
 #include "scheduler/item_internal.h"
 #include "scheduler/thread_internal.h"
 
@@ -70,6 +71,7 @@ struct cq_queue_s {
     struct cq_queue_s *_Atomic target;
     struct rcu_head rcu;                     /* deferred free (see queue_free) */
     struct cq__specifics *_Atomic specifics; /* RCU-protected, see queue_specific.c */
+    struct cq_queue_s *reg_prev, *reg_next;  /* live-queue list (queue_registry.c), its lock */
     /* producers */
     struct cq__item *_Atomic tail CQ_CACHE_ALIGNED;
     /* the drainer, and producers on empty->non-empty transitions */
@@ -153,6 +155,13 @@ CQ_INLINE bool cq__queue_try_unlock(struct cq_queue_s *q)
     return cq__cas(&q->state, &s, 0, release);
 }
 
+/* The priority index (CQ__PRIO_*) of the global queue at the end of q's target chain (for
+ * probes: walks the chain). */
+CQ_INTERNAL unsigned cq__queue_root_prio(struct cq_queue_s *q);
+
+/* Fires the task_enqueue probe for `it` submitted to q (when a tracer is attached). */
+#define CQ__PROBE_ENQUEUE(q, it) CQ_PROBE3(task_enqueue, (q)->label, (it), cq__queue_root_prio(q))
+
 /* Drains q (called for a CQ__ITEM_QUEUE item by whoever popped it). */
 CQ_INTERNAL void cq__queue_drain(struct cq_queue_s *q);
 /* Hands an item that now holds one unit of q's width to q's target (queue.c; the concurrent
@@ -168,6 +177,14 @@ CQ_INTERNAL void cq__main_wakeup(void);
 CQ_INTERNAL bool cq__main_drain_pending(void);
 CQ_INTERNAL void cq__main_fork_child(void); /* the run loop starts over */
 CQ_INTERNAL void cq__main_wait(void);
+
+/* queue_registry.c: the live-queue list for introspection (create / free, not the hot path). */
+CQ_INTERNAL void cq__queue_registry_add(struct cq_queue_s *q);
+CQ_INTERNAL void cq__queue_registry_remove(struct cq_queue_s *q);
+struct cq_introspect_queue;
+/* Calls fn for the global queues, the main queue and every live created queue. */
+CQ_INTERNAL void cq__queue_introspect(void (*fn)(void *ctx, const struct cq_introspect_queue *q),
+                                      void *ctx);
 
 /* queue_specific.c */
 CQ_INTERNAL void cq__queue_specifics_dispose(struct cq_queue_s *q);

@@ -39,12 +39,16 @@ void cq__pool_block_begin(struct cq__block *blk)
             p->thread = spare;
             pthread_mutex_unlock(&cq__pool.lock);
             cq__add(&cq__pool.handoffs, 1, relaxed);
+            cq__count(spares_started, 1);
+            CQ_PROBE2(spare_start, p->band, 0);
             cq__pool_unpark_thread(spare);
             return;
         }
         if (cq__pool_thread_slot_reserve_locked()) {
             pthread_mutex_unlock(&cq__pool.lock);
             cq__add(&cq__pool.handoffs, 1, relaxed);
+            cq__count(spares_started, 1);
+            CQ_PROBE2(spare_start, p->band, 1);
             cq__pool_spawn_thread(p, false);
             return;
         }

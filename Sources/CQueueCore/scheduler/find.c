@@ -315,11 +315,13 @@ static struct cq__item *steal_level(struct cq__proc *p, unsigned prio)
             continue;
         }
         struct cq__item *it = cq__runq_steal_into(&v->rq[prio], &p->rq[prio]);
-        if (it) {
-            return it;
+        if (it == NULL && (v->lifo_levels & CQ__LEVEL(prio)) &&
+            (v->lifo_levels & ~p->levels) == 0) {
+            it = steal_lifo(p, v);
         }
-        if ((v->lifo_levels & CQ__LEVEL(prio)) && (v->lifo_levels & ~p->levels) == 0 &&
-            (it = steal_lifo(p, v)) != NULL) {
+        if (it) {
+            cq__pool_count(&p->n_steals);
+            CQ_PROBE3(steal, v->index, p->index, prio);
             return it;
         }
     }

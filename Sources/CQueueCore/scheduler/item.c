@@ -3,12 +3,14 @@
  * The kinds register how they run (a table owned here); the scheduler knows none of them.
  */
 #include "platform/diag_internal.h"
+#include "platform/probes_internal.h"
 #include "scheduler/item_internal.h"
 #include "scheduler/pool_internal.h"
 #include "scheduler/thread_internal.h"
 
 static cq__item_run_fn kind_run[CQ__ITEM_KIND_COUNT];
 static void (*owner_done)(struct cq_queue_s *owner);
+static const char *(*label_of)(struct cq_queue_s *q, unsigned prio);
 
 void cq__item_kind_register(enum cq__item_kind kind, cq__item_run_fn run)
 {
@@ -20,6 +22,43 @@ void cq__item_owner_done_register(void (*done)(struct cq_queue_s *owner))
     owner_done = done;
 }
 
+void cq__item_label_register(const char *(*label)(struct cq_queue_s *q, unsigned prio))
+{
+    label_of = label;
+}
+
+const char *cq__item_label(const struct cq__item *it)
+{
+    struct cq__frame *f = cq__tls.frame;
+    if (label_of == NULL) {
+        return "";
+    }
+    return label_of(f ? f->queue : NULL, cq__load(&it->prio, relaxed));
+}
+
+/* Whether an item of each kind counts as work run (tasks_run): all but the containers, which
+ * run other items (a queue's drain, a redirect wrapper). Workers count every item (`started`)
+ * and the containers (n_containers, at most one per drain); threads without a proc count work
+ * items in a global counter. */
+static const uint8_t kind_is_work[CQ__ITEM_KIND_COUNT] = {
+    [CQ__ITEM_TASK] = 1,  [CQ__ITEM_SYNC_WAITER] = 1, [CQ__ITEM_EXEC_WAITER] = 1,
+    [CQ__ITEM_APPLY] = 1, [CQ__ITEM_SOURCE] = 1,      [CQ__ITEM_GROUP_TASK] = 1,
+};
+
+/* run(it) between the task_start and task_finish probes (a tracer is attached): out of line,
+ * so the common path keeps no label across the call. */
+static CQ_NOINLINE void invoke_probed(struct cq__item *it, cq__item_run_fn run, unsigned kind)
+{
+    if (!kind_is_work[kind]) {
+        run(it);
+        return;
+    }
+    const char *label = cq__item_label(it);
+    CQ_PROBE3(task_start, label, it, kind);
+    run(it); /* may free it: only its address is reported after */
+    CQ_PROBE2(task_finish, label, it);
+}
+
 static CQ_NOINLINE void unknown_kind(struct cq__item *it)
 {
     cq__crash("internal error: unknown item kind %u at %p", it->kind, (void *)it);
@@ -28,8 +67,15 @@ static CQ_NOINLINE void unknown_kind(struct cq__item *it)
 void cq__item_invoke(struct cq__item *it)
 {
     struct cq__proc *p = cq__tls.proc;
+    unsigned kind = it->kind;
+    cq__item_run_fn run = kind < CQ__ITEM_KIND_COUNT ? kind_run[kind] : NULL;
+    if (cq__unlikely(run == NULL)) {
+        unknown_kind(it);
+    }
     if (p) {
         cq__pool_note_progress(p); /* the monitor tells stuck workers by this counter */
+    } else if (kind_is_work[kind]) {
+        cq__count(tasks_outside, 1);
     }
     struct cq_queue_s *owner = it->owner;
     struct cq__frame f;
@@ -39,12 +85,12 @@ void cq__item_invoke(struct cq__item *it)
         it->owner = NULL;
         cq__frame_push(&f, owner, false);
     }
-    unsigned kind = it->kind;
-    cq__item_run_fn run = kind < CQ__ITEM_KIND_COUNT ? kind_run[kind] : NULL;
-    if (cq__unlikely(run == NULL)) {
-        unknown_kind(it);
+    /* task_finish shares task_start's semaphore (probes.c): one test for both */
+    if (CQ_PROBE_ENABLED(task_start)) {
+        invoke_probed(it, run, kind);
+    } else {
+        run(it);
     }
-    run(it);
     if (owner) {
         cq__frame_pop(&f);
         owner_done(owner);

@@ -106,6 +106,12 @@ CQ_INTERNAL void cq__item_kind_register(enum cq__item_kind kind, cq__item_run_fn
 /* The queue layer: what ends an item that held a concurrent queue's width. */
 CQ_INTERNAL void cq__item_owner_done_register(void (*done)(struct cq_queue_s *owner));
 CQ_INTERNAL void cq__item_invoke(struct cq__item *it);
+/* The queue layer: the label of queue q, or of the global queue of priority `prio` when q is
+ * NULL (for probes and introspection; the scheduler cannot look into queues). */
+CQ_INTERNAL void cq__item_label_register(const char *(*label)(struct cq_queue_s *q, unsigned prio));
+/* The label of the queue the calling thread runs `it` on (its innermost frame's, or the global
+ * queue of its priority). For probes: not on the hot path. */
+CQ_INTERNAL const char *cq__item_label(const struct cq__item *it);
 
 /* In a kind's file: registers `run` for `kind` at load time. */
 #define CQ__ITEM_KIND_REGISTER(kind, run)                                                          \

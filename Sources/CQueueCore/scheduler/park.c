@@ -73,9 +73,17 @@ void cq__pool_park(struct cq__thread *t, struct cq__proc *p)
         /* a notifier claimed us already: take its wake-up below */
     }
     cq__task_idle(); /* while a trim is due, the free tasks go where the trimmer sees them */
+    cq__thread_name_note(NULL); /* asleep under its own name */
+    cq__pool_count(&p->n_parks);
+    CQ_PROBE2(worker_park, p->index, p->band);
     cq__pool_park_thread(t);
     t->searching = t->wake_searching;
     t->wake_searching = false;
+    struct cq__proc *now = t->proc; /* the proc we were woken with (ours: owner-only counts) */
+    if (now) {
+        cq__pool_count(&now->n_unparks);
+        CQ_PROBE2(worker_unpark, now->index, now->band);
+    }
 }
 
 /* An extra proc with nothing to do leaves the pool; its thread exits. */

@@ -12,6 +12,7 @@
 #endif
 #include "scheduler/pool_internal.h"
 
+#include <cqueuecore/introspect.h>
 #include <cqueuecore/runtime.h>
 #include <errno.h>
 #include <limits.h>
@@ -36,6 +37,7 @@ struct cq__pool_state cq__pool = {
 };
 
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER; /* pool_init runs under it */
+static void (*on_start)(void); /* cq__pool_on_start_register (set by constructors) */
 _Atomic bool cq__pool_started;
 
 /* What each band runs: its levels, the level of its fast path and LIFO slot. */
@@ -98,6 +100,7 @@ static struct cq__proc *proc_new(unsigned band, bool extra)
 void cq__pool_note_limit_reached(void)
 {
     cq__add(&cq__pool.limit_reached, 1, relaxed);
+    CQ_PROBE2(thread_limit, cq__load(&cq__pool.nthreads, relaxed), cq__pool.thread_limit);
     cq__report_once(&cq__pool.limit_reported,
                     "thread limit %u reached: %u threads, %u of them waiting in runtime calls "
                     "and %u running tasks that sleep in the kernel; new work waits until one "
@@ -197,10 +200,19 @@ void cq__pool_ensure_started(void)
     }
     cq__fork_handlers_install();
     pthread_mutex_lock(&start_lock);
-    if (!cq__load(&cq__pool_started, relaxed)) {
+    bool first = !cq__load(&cq__pool_started, relaxed);
+    if (first) {
         pool_init();
     }
     pthread_mutex_unlock(&start_lock);
+    if (first && on_start) {
+        on_start();
+    }
+}
+
+void cq__pool_on_start_register(void (*fn)(void))
+{
+    on_start = fn;
 }
 
 /* fork(): no start-up and no pool-lock holder may be caught half-way (see fork.c). */
@@ -334,6 +346,91 @@ void cq_runtime_get_info(struct cq_runtime_info *info)
     info->express_wakeups = cq__load(&cq__pool.express_wakeups, relaxed);
     info->background_procs =
         CQ__IDLE_NPROCS(cq__load(&cq__pool.band[CQ__BAND_BACKGROUND].idle, relaxed));
+}
+
+void cq__pool_introspect(void (*pool)(void *ctx, const struct cq_introspect_pool *d),
+                         void (*worker)(void *ctx, const struct cq_introspect_worker *d), void *ctx)
+{
+    cq__pool_ensure_started();
+    if (pool) {
+        struct cq_runtime_info info;
+        cq_runtime_get_info(&info);
+        struct cq_introspect_pool d = {
+            .workers = info.workers,
+            .threads = info.threads,
+            .thread_limit = info.thread_limit,
+            .blocked = info.blocked,
+            .spares_parked = info.spares_parked,
+            .blocked_in_tasks = info.blocked_in_tasks,
+        };
+        pool(ctx, &d);
+    }
+    if (worker == NULL) {
+        return;
+    }
+    uint32_t n = cq__pool_proc_count();
+    for (uint32_t i = 0; i < n; i++) {
+        struct cq__proc *p = cq__pool_proc_at(i);
+        struct cq_introspect_worker d = {
+            .index = p->index,
+            .band = p->band,
+            .tid = cq__load(&p->tid, relaxed),
+            .extra = p->extra,
+            .tasks_run = cq__load(&p->started, relaxed) - cq__load(&p->n_containers, relaxed),
+            .steals = cq__load(&p->n_steals, relaxed),
+            .parks = cq__load(&p->n_parks, relaxed),
+            .unparks = cq__load(&p->n_unparks, relaxed),
+        };
+        pthread_mutex_lock(&cq__pool.lock); /* p->idle and p->thread */
+        if (cq__load(&p->retired, relaxed)) {
+            d.state = CQ_INTROSPECT_WORKER_RETIRED;
+        } else if (p->idle) {
+            d.state = p->thread ? CQ_INTROSPECT_WORKER_PARKED : CQ_INTROSPECT_WORKER_IDLE;
+        } else if (p->thread == NULL) {
+            d.state = CQ_INTROSPECT_WORKER_IDLE;
+        } else {
+            d.state = cq__load(&p->running, relaxed) ? CQ_INTROSPECT_WORKER_RUNNING
+                                                     : CQ_INTROSPECT_WORKER_SEARCHING;
+        }
+        pthread_mutex_unlock(&cq__pool.lock);
+        worker(ctx, &d); /* outside the pool lock: the visitor may take its time */
+    }
+}
+
+void cq__pool_count_container(void)
+{
+    struct cq__proc *p = cq__tls.proc;
+    if (p) {
+        cq__pool_count(&p->n_containers);
+    }
+}
+
+size_t cq_runtime_get_counters(struct cq_runtime_counters *out, size_t size)
+{
+    struct cq_runtime_counters c;
+    memset(&c, 0, sizeof c);
+    uint32_t n = cq__pool_proc_count();
+    for (uint32_t i = 0; i < n; i++) {
+        struct cq__proc *p = cq__pool_proc_at(i);
+        c.tasks_run += cq__load(&p->started, relaxed) - cq__load(&p->n_containers, relaxed);
+        c.steals += cq__load(&p->n_steals, relaxed);
+        c.parks += cq__load(&p->n_parks, relaxed);
+        c.unparks += cq__load(&p->n_unparks, relaxed);
+    }
+    c.workers_counted = n;
+    c.tasks_run += cq__load(&cq__counters.tasks_outside, relaxed);
+    c.spare_threads = cq__load(&cq__counters.spares_started, relaxed);
+    c.thread_limit_hits = cq__load(&cq__pool.limit_reached, relaxed);
+    c.timer_fires = cq__load(&cq__counters.timer_fires, relaxed);
+    c.source_events = cq__load(&cq__counters.source_events, relaxed);
+    if (out == NULL) {
+        return 0;
+    }
+    if (size > sizeof c) {
+        size = sizeof c;
+    }
+    memcpy(out, &c, size);
+    return size;
 }
 
 CQ__FORK_REGISTER(pool, CQ__FORK_RANK_POOL, cq__pool_fork_prepare, cq__pool_fork_parent,

@@ -29,6 +29,7 @@
 #include "platform/cpus_internal.h"
 #include "platform/fork_internal.h"
 #include "platform/parker_internal.h"
+#include "platform/probes_internal.h"
 #include "platform/thread_start_internal.h"
 #include "scheduler/inject_internal.h"
 #include "scheduler/item_internal.h"
@@ -89,10 +90,18 @@ struct cq__proc {
      * from an owner that has been running the same task for a while. Holds only items of
      * `lifo_levels`. */
     _Atomic(struct cq__item *) lifo CQ_CACHE_ALIGNED;
-    _Atomic uint32_t started; /* tasks started; written by the owner, read by monitor/thieves */
+    _Atomic uint64_t started; /* items started; written by the owner, read by monitor/thieves
+                                 (who compare its low 32 bits), and cq_runtime_get_counters */
     _Atomic uint32_t running; /* 1 while the owner runs an item */
     _Atomic uint32_t retired; /* 1 while an extra proc is out of use */
     _Atomic pid_t tid;        /* the thread running it (for the monitor's CPU-time reads) */
+    /* counters for cq_runtime_get_counters: written by the owner only (cq__pool_count), read
+     * relaxed and summed by readers */
+    _Atomic uint64_t n_containers; /* items of `started` that only ran others (queue drains,
+                                      redirects): tasks run = started - n_containers */
+    _Atomic uint64_t n_steals;     /* items taken from another proc's ring or LIFO slot */
+    _Atomic uint64_t n_parks;      /* times its thread parked with it for want of work */
+    _Atomic uint64_t n_unparks;    /* times it was woken from a park */
     /* owner-private */
     uint32_t tick;
     uint32_t lifo_streak;
@@ -136,6 +145,7 @@ struct cq__thread {
     pthread_t pthread;
     _Atomic pid_t tid;
     uint32_t index;
+    char name[16]; /* its own name (cq-N), written once before it runs */
 };
 
 /*
@@ -204,6 +214,16 @@ CQ_INLINE struct cq__proc *cq__pool_proc_at(uint32_t i)
 CQ_INLINE void cq__pool_note_progress(struct cq__proc *p)
 {
     cq__store(&p->started, cq__load(&p->started, relaxed) + 1, relaxed);
+}
+
+/* Counts an item run by a thread without a proc (tasks_run) and a container (a queue drain,
+ * a redirect) run by a worker: item.c, on behalf of the kinds it knows nothing about. */
+CQ_INTERNAL void cq__pool_count_container(void);
+
+/* Counts one event on a counter of the caller's own proc (no RMW: only the owner writes it). */
+CQ_INLINE void cq__pool_count(_Atomic uint64_t *counter)
+{
+    cq__store(counter, cq__load(counter, relaxed) + 1, relaxed);
 }
 
 /* Push flags. */
@@ -308,6 +328,17 @@ CQ_INTERNAL bool cq__pool_add_extra_proc(unsigned band);
 /* How many procs the last tick found blocked in the kernel inside a task (for reports). */
 CQ_INTERNAL void cq__pool_set_blocked_in_tasks(uint32_t n);
 CQ_INTERNAL uint32_t cq__pool_proc_count(void);
+
+/* Introspection (include/cqueuecore/introspect.h): the pool's summary, then every proc. */
+struct cq_introspect_pool;
+struct cq_introspect_worker;
+CQ_INTERNAL void
+cq__pool_introspect(void (*pool)(void *ctx, const struct cq_introspect_pool *d),
+                    void (*worker)(void *ctx, const struct cq_introspect_worker *d), void *ctx);
+
+/* Hooks run once after the pool first starts (outside its locks), registered by the layers
+ * above from constructors (the dump signal's watch, events/introspect.c). */
+CQ_INTERNAL void cq__pool_on_start_register(void (*fn)(void));
 
 /* fork(): pool.c registers these (platform/fork_internal.h). */
 CQ__FORK_HOOKS(pool)

@@ -35,6 +35,8 @@ struct cq__tls {
     uint32_t help_depth;                /* nesting of tasks run while waiting (cq__pool_help) */
     struct cq__inject_chunk *inject[4]; /* this thread's chunk of each inject queue */
     struct cq_group_s *group; /* the group of the task running (cq_group_async_f), or NULL */
+    const char *named;        /* thread naming: the label in the thread's name (NULL: its own) */
+    uint64_t named_ns;        /* thread naming: when the name last changed */
     uint8_t main_thread;      /* 0 unknown, 1 main thread, 2 other */
     uint8_t exit_hook;        /* thread-exit destructor installed */
 };
@@ -55,6 +57,26 @@ CQ_INLINE void cq__frame_pop(struct cq__frame *f)
 }
 
 CQ_INTERNAL bool cq__is_main_thread(void);
+
+/*
+ * Thread naming (cq_runtime_set_thread_naming, CQ_THREAD_NAMES): a pool thread that starts
+ * draining a serial queue takes the queue's label as its name (the last 15 characters, what
+ * /proc/.../comm holds), so `perf report --sort comm` and `top -H` show queues, and takes its
+ * own name back when it next runs work of no serial queue's drain or parks (worker.c, park.c;
+ * a nested drain gives the name of the drain around it back, queue_drain.c): one prctl per
+ * change, none while a worker drains one queue again and again.
+ * cq__thread_naming_ms: 0 off (the default; the check is one relaxed load per item), 1 at every
+ * change, N > 1 at most one rename to a label per N - 1 ms (a drain that comes sooner runs under
+ * the thread's own name).
+ */
+CQ_INTERNAL extern _Atomic uint32_t cq__thread_naming_ms;
+CQ_INTERNAL void cq__thread_name_slow(const char *label);
+CQ_INLINE void cq__thread_name_note(const char *label)
+{
+    if (cq__unlikely(cq__load(&cq__thread_naming_ms, relaxed) != 0) && label != cq__tls.named) {
+        cq__thread_name_slow(label);
+    }
+}
 
 /* Installs the thread-exit hook (once per thread): it hands the thread's inject chunks on
  * (cq__inject_thread_exit) and returns its task cache (cq__task_cache_flush). liburcu-bp

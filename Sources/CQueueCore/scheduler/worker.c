@@ -7,6 +7,7 @@
 #endif
 #include "scheduler/pool_internal.h"
 
+#include <cqueuecore/runtime.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -19,9 +20,62 @@
 #include "platform/diag_internal.h"
 #include "platform/fork_internal.h"
 #include "platform/thread_start_internal.h"
+#include "platform/time_internal.h"
 #include "scheduler/thread_internal.h"
 
 static void *thread_main(void *arg);
+
+_Atomic uint32_t cq__thread_naming_ms;
+
+/*
+ * Renames the calling pool thread after `label`, or back to its own name (NULL). A name never
+ * lies: with a rate limit (cq__thread_naming_ms above 1: one rename to a label per
+ * cq__thread_naming_ms - 1 ms) a refused rename sends the thread back to its own name instead;
+ * going back is not limited, and happens only after a rename.
+ */
+void cq__thread_name_slow(const char *label)
+{
+    struct cq__thread *t = cq__tls.thread;
+    uint32_t ms = cq__load(&cq__thread_naming_ms, relaxed);
+    if (t == NULL) {
+        return;
+    }
+    if (label != NULL && ms != 0) {
+        uint64_t now = ms > 1 ? cq__now_ns() : 0;
+        if (ms == 1 || cq__tls.named_ns == 0 ||
+            now - cq__tls.named_ns >= (uint64_t)(ms - 1) * 1000000u) {
+            size_t n = strlen(label);
+            const char *name = n > 15 ? label + (n - 15) : label; /* a label's end says most */
+            if (*name != '\0') {
+                cq__tls.named = label;
+                cq__tls.named_ns = now;
+                CQ_PROBE1(label_change, name);
+                pthread_setname_np(pthread_self(), name);
+                return;
+            }
+        }
+    }
+    if (cq__tls.named != NULL) {
+        cq__tls.named = NULL;
+        CQ_PROBE1(label_change, t->name);
+        pthread_setname_np(pthread_self(), t->name);
+    }
+}
+
+void cq_runtime_set_thread_naming(bool on)
+{
+    cq__store(&cq__thread_naming_ms, on ? 1u : 0u, relaxed);
+}
+
+__attribute__((constructor)) static void thread_naming_init(void)
+{
+    const char *v = getenv("CQ_THREAD_NAMES");
+    if (v && *v && strcmp(v, "0") != 0) {
+        /* "1" (or any word): every drain; a number N > 1: one rename per N ms at most */
+        long ms = strtol(v, NULL, 10);
+        cq__store(&cq__thread_naming_ms, ms > 1 && ms < 100000 ? (uint32_t)ms + 1 : 1u, relaxed);
+    }
+}
 
 /*
  * Starts a thread for `p` (a slot was reserved). On failure the slot is returned, `p` goes to
@@ -63,6 +117,10 @@ static inline void run_item(struct cq__thread *t, struct cq__proc *p, struct cq_
 {
     cq__store(&p->tid, cq__load(&t->tid, relaxed), relaxed);
     cq__store(&p->running, 1, relaxed);
+    if (cq__unlikely(cq__load(&cq__thread_naming_ms, relaxed) != 0) && cq__tls.named != NULL &&
+        it->kind != CQ__ITEM_QUEUE) {
+        cq__thread_name_slow(NULL); /* work of no queue's drain: the thread's own name */
+    }
     cq__item_invoke(it);
     struct cq__proc *now = t->proc; /* may differ: the task blocked and gave its proc away */
     if (now) {
@@ -119,9 +177,8 @@ static void *thread_main(void *arg)
 {
     struct cq__thread *t = arg;
     cq__store(&t->tid, (pid_t)syscall(SYS_gettid), relaxed);
-    char name[16];
-    snprintf(name, sizeof name, "%s-%u", cq__pool_band_thread_name(t->band), t->index);
-    pthread_setname_np(pthread_self(), name);
+    snprintf(t->name, sizeof t->name, "%s-%u", cq__pool_band_thread_name(t->band), t->index);
+    pthread_setname_np(pthread_self(), t->name);
     apply_band_os_priority(t);
     cq__tls.thread = t;
     cq__tls.main_thread = 2;

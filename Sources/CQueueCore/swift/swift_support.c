@@ -24,6 +24,7 @@
 #include "queue/queue_internal.h"
 #include "scheduler/pool_internal.h"
 #include "scheduler/task_internal.h"
+#include "platform/probes_internal.h"
 
 #include <cqueuecore/queue.h>
 #include <cqueuecore/source.h>
@@ -215,4 +216,14 @@ void cq_swift_async_submit(cq_queue_t q, void *inline_bytes, bool barrier)
         t->item.flags |= CQ__ITEM_BARRIER;
     }
     cq__queue_push(q, &t->item, CQ__PUSH_TAIL);
+}
+
+bool cq_probe_operation_enabled(void)
+{
+    return CQ_PROBE_ENABLED(operation_state);
+}
+
+void cq_probe_operation_state(const char *name, int state)
+{
+    CQ_PROBE2(operation_state, name ? name : "", state);
 }

@@ -252,6 +252,7 @@ void cq_group_async_f(cq_group_t g, cq_queue_t q, void *ctx, cq_function_t fn)
     t->function = fn;
     t->context = ctx;
     t->group = g;
+    CQ__PROBE_ENQUEUE(q, &t->item);
     cq__queue_push(q, &t->item, CQ__PUSH_TAIL);
 }
 

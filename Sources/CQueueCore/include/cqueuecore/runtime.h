@@ -33,6 +33,48 @@ struct cq_runtime_info {
  */
 CQ_EXPORT void cq_runtime_get_info(struct cq_runtime_info *info);
 
+/*
+ * Event counts since the process started, for metrics and profilers (in a fork() child the
+ * per-worker counts start over with its new pool). Per-worker counts are kept on each worker without shared atomics
+ * and summed when read; the rare ones are global. Fields are only ever added at the end.
+ */
+struct cq_runtime_counters {
+    uint64_t tasks_run;          /* work items run: tasks, group tasks, source handlers, apply
+                                    helpers (not the drains that run them) */
+    uint64_t steals;             /* items a worker took from another worker's run queue */
+    uint64_t parks;              /* times a worker went to sleep for want of work */
+    uint64_t unparks;            /* times a parked worker was woken */
+    uint64_t spare_threads;      /* spare threads woken or started to take a blocked worker's
+                                    CPU */
+    uint64_t thread_limit_hits;  /* times the thread limit stopped the runtime adding a thread */
+    uint64_t timer_fires;        /* cq_after_f calls run plus timer source fires */
+    uint64_t source_events;      /* source event handlers run (each may carry many events) */
+    uint64_t workers_counted;    /* worker run queues whose counts are summed above */
+};
+
+/*
+ * cq_runtime_get_counters
+ *   Fills the first `size` bytes of `*out` (pass sizeof(struct cq_runtime_counters): a caller
+ *   built against an older, shorter struct gets the fields it knows) and returns the number of
+ *   bytes written. Reads every worker's counters without a lock: each count is exact as of
+ *   some moment during the call, and never goes down. Does not start the pool. Thread-safe.
+ */
+CQ_EXPORT size_t cq_runtime_get_counters(struct cq_runtime_counters *out, size_t size);
+
+/*
+ * cq_runtime_set_thread_naming
+ *   When on, a pool thread that drains a serial queue takes the queue's label as its thread
+ *   name (the label's last 15 characters, what the kernel keeps) and takes its own name (cq-N)
+ *   back when it next runs other work or sleeps, so `perf report --sort comm`, `top -H` and
+ *   /proc/PID/task/TID/comm show which queue runs. Each change is one prctl() (a microsecond
+ *   or two): free while a worker stays on one queue, up to two per task when every task is a
+ *   drain of its own on alternating queues; off, the cost is a load per task. Off by default; the
+ *   environment variable CQ_THREAD_NAMES=1 turns it on at start, and CQ_THREAD_NAMES=N (N > 1)
+ *   renames a thread after a label at most once per N ms (cheaper, but drains that come sooner
+ *   run under the thread's own name: a sample, not a full account). Thread-safe.
+ */
+CQ_EXPORT void cq_runtime_set_thread_naming(bool on);
+
 CQ_END_DECLS
 
 #endif /* CQUEUECORE_RUNTIME_H */

@@ -66,6 +66,17 @@ CQ_EXPORT void cq_swift_tsan_release(const void *address);
 CQ_EXPORT void *cq_swift_async_prepare(cq_queue_t queue, cq_group_t group, cq_function_t function);
 CQ_EXPORT void cq_swift_async_submit(cq_queue_t queue, void *inline_bytes, bool barrier);
 
+/*
+ * cq_probe_operation_enabled / cq_probe_operation_state
+ *   The `swiftqueues:operation_state` USDT probe (docs/profiling.md) for SwiftQueues'
+ *   SQOperation: `enabled` says whether a tracer is attached (one load; call it before building
+ *   the name), `state` fires the probe with the operation's name (NUL-terminated, may be NULL)
+ *   and its new state (1 executing: its main() starts; 2 finished). Both are no-ops in a
+ *   library built without <sys/sdt.h>. Thread-safe.
+ */
+CQ_EXPORT bool cq_probe_operation_enabled(void);
+CQ_EXPORT void cq_probe_operation_state(const char *name, int state);
+
 CQ_END_DECLS
 
 #endif /* CQUEUECORE_SWIFT_SUPPORT_H */

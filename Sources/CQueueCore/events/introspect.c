@@ -1,0 +1,320 @@
+/*
+ * Introspection (include/cqueuecore/introspect.h): the live-source list, cq_introspect, the
+ * human-readable dump, and the dump on a signal (CQ_DUMP_SIGNAL) written by the reactor.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <cqueuecore/introspect.h>
+#include <cqueuecore/runtime.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "events/source_internal.h"
+#include "platform/diag_internal.h"
+#include "platform/fork_internal.h"
+#include "platform/rcu_internal.h"
+#include "queue/queue_internal.h"
+#include "scheduler/pool_internal.h"
+
+/* ---- the live-source list ------------------------------------------------------------------ */
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cq_source_s *reg_head, *reg_tail;
+
+void cq__source_registry_add(struct cq_source_s *s)
+{
+    pthread_mutex_lock(&reg_lock);
+    s->reg_next = NULL;
+    s->reg_prev = reg_tail;
+    if (reg_tail) {
+        reg_tail->reg_next = s;
+    } else {
+        reg_head = s;
+    }
+    reg_tail = s;
+    pthread_mutex_unlock(&reg_lock);
+}
+
+void cq__source_registry_remove(struct cq_source_s *s)
+{
+    pthread_mutex_lock(&reg_lock);
+    if (s->reg_prev) {
+        s->reg_prev->reg_next = s->reg_next;
+    } else {
+        reg_head = s->reg_next;
+    }
+    if (s->reg_next) {
+        s->reg_next->reg_prev = s->reg_prev;
+    } else {
+        reg_tail = s->reg_prev;
+    }
+    s->reg_prev = s->reg_next = NULL;
+    pthread_mutex_unlock(&reg_lock);
+}
+
+static void describe_source(struct cq_source_s *s, struct cq_introspect_source *d)
+{
+    uint32_t st = cq__load(&s->state, relaxed);
+    d->source = s;
+    d->type = s->type->name;
+    d->kind = (uint32_t)s->type->kind;
+    d->handle = s->handle;
+    d->mask = s->mask;
+    d->suspend_count = (st & CQ__SS_SUSPEND_MASK) / CQ__SS_SUSPEND_ONE;
+    d->activated = (st & CQ__SS_ACTIVATED) != 0;
+    d->cancelled = (st & CQ__SS_CANCELED) != 0;
+    /* the reactor's own flag, read racily: a hint, exact once the reactor is idle */
+    d->registered = (st & CQ__SS_NO_REACTOR) ? d->activated && !d->cancelled
+                                             : d->activated && !(st & CQ__SS_UNREGISTERED) &&
+                                                   ((st & CQ__SS_REG_QUEUED) != 0);
+    struct cq_queue_s *q = cq__load(&s->target, relaxed); /* see the RCU note in cq_introspect */
+    d->target_label = q && q->label ? q->label : "";
+}
+
+/* ---- cq_introspect --------------------------------------------------------------------------- */
+
+void cq_introspect(const struct cq_introspect_visitor *v, void *ctx)
+{
+    if (v == NULL) {
+        return;
+    }
+    cq__pool_introspect(v->pool, v->worker, ctx);
+    if (v->queue) {
+        cq__queue_introspect(v->queue, ctx);
+    }
+    if (v->source) {
+        struct cq_introspect_source d;
+        /* A source's target may be swapped (cq_set_target_queue) and the old one freed after an
+         * RCU grace period: read it inside a read-side section. */
+        cq__rcu_read_lock();
+        pthread_mutex_lock(&reg_lock);
+        for (struct cq_source_s *s = reg_head; s; s = s->reg_next) {
+            describe_source(s, &d);
+            v->source(ctx, &d);
+        }
+        pthread_mutex_unlock(&reg_lock);
+        cq__rcu_read_unlock();
+    }
+}
+
+/* ---- the dump ------------------------------------------------------------------------------ */
+
+static const char *queue_kind_name(cq_introspect_queue_kind_t k)
+{
+    switch (k) {
+    case CQ_INTROSPECT_QUEUE_SERIAL:
+        return "serial";
+    case CQ_INTROSPECT_QUEUE_CONCURRENT:
+        return "concurrent";
+    case CQ_INTROSPECT_QUEUE_GLOBAL:
+        return "global";
+    case CQ_INTROSPECT_QUEUE_MAIN:
+        return "main";
+    }
+    return "?";
+}
+
+static const char *worker_state_name(cq_introspect_worker_state_t s)
+{
+    switch (s) {
+    case CQ_INTROSPECT_WORKER_RUNNING:
+        return "running";
+    case CQ_INTROSPECT_WORKER_SEARCHING:
+        return "searching";
+    case CQ_INTROSPECT_WORKER_PARKED:
+        return "parked";
+    case CQ_INTROSPECT_WORKER_IDLE:
+        return "idle";
+    case CQ_INTROSPECT_WORKER_RETIRED:
+        return "retired";
+    }
+    return "?";
+}
+
+static const char *const band_names[] = {"normal", "express", "background"};
+
+static void dump_pool(void *ctx, const struct cq_introspect_pool *p)
+{
+    FILE *out = ctx;
+    struct cq_runtime_counters c;
+    cq_runtime_get_counters(&c, sizeof c);
+    fprintf(out,
+            "pool: %u workers, %u threads (limit %u), %u blocked in runtime waits, %u spares "
+            "parked, %u workers asleep in tasks\n",
+            p->workers, p->threads, p->thread_limit, p->blocked, p->spares_parked,
+            p->blocked_in_tasks);
+    fprintf(out,
+            "counters: tasks %llu, steals %llu, parks %llu, unparks %llu, spare threads %llu, "
+            "thread-limit hits %llu, timer fires %llu, source events %llu\n",
+            (unsigned long long)c.tasks_run, (unsigned long long)c.steals,
+            (unsigned long long)c.parks, (unsigned long long)c.unparks,
+            (unsigned long long)c.spare_threads, (unsigned long long)c.thread_limit_hits,
+            (unsigned long long)c.timer_fires, (unsigned long long)c.source_events);
+    fprintf(out, "workers:\n");
+}
+
+static void dump_worker(void *ctx, const struct cq_introspect_worker *w)
+{
+    FILE *out = ctx;
+    fprintf(out, "  #%-3u %-10s %-9s tid %-7d tasks %llu steals %llu parks %llu%s\n", w->index,
+            w->band < 3 ? band_names[w->band] : "?", worker_state_name(w->state), (int)w->tid,
+            (unsigned long long)w->tasks_run, (unsigned long long)w->steals,
+            (unsigned long long)w->parks, w->extra ? " (extra)" : "");
+}
+
+struct dump_ctx {
+    FILE *out;
+    bool queues_header, sources_header;
+};
+
+static void dump_queue(void *ctx, const struct cq_introspect_queue *q)
+{
+    struct dump_ctx *d = ctx;
+    if (!d->queues_header) {
+        fprintf(d->out, "queues:\n");
+        d->queues_header = true;
+    }
+    if (q->kind == CQ_INTROSPECT_QUEUE_GLOBAL) {
+        fprintf(d->out, "  %-32s global\n", q->label);
+        return;
+    }
+    fprintf(d->out, "  %-32s %-10s", q->label, queue_kind_name(q->kind));
+    fprintf(d->out, " running %u%s%s", q->running, q->queued ? ", items waiting" : "",
+            q->inactive ? ", inactive" : "");
+    if (q->suspend_count) {
+        fprintf(d->out, ", suspended %u", q->suspend_count);
+    }
+    if (q->target_label[0]) {
+        fprintf(d->out, " -> %s", q->target_label);
+    }
+    fprintf(d->out, "\n");
+}
+
+static void dump_source(void *ctx, const struct cq_introspect_source *s)
+{
+    struct dump_ctx *d = ctx;
+    if (!d->sources_header) {
+        fprintf(d->out, "sources:\n");
+        d->sources_header = true;
+    }
+    fprintf(d->out, "  %-7s handle %-6llu mask %#llx on %s%s%s%s", s->type,
+            (unsigned long long)s->handle, (unsigned long long)s->mask, s->target_label,
+            s->registered ? ", registered" : "", s->cancelled ? ", cancelled" : "",
+            s->activated ? "" : ", not activated");
+    if (s->suspend_count && s->activated) {
+        fprintf(d->out, ", suspended %u", s->suspend_count);
+    }
+    fprintf(d->out, "\n");
+}
+
+static void dump_pool_ctx(void *ctx, const struct cq_introspect_pool *p)
+{
+    dump_pool(((struct dump_ctx *)ctx)->out, p);
+}
+
+static void dump_worker_ctx(void *ctx, const struct cq_introspect_worker *w)
+{
+    dump_worker(((struct dump_ctx *)ctx)->out, w);
+}
+
+void cq_introspect_dump(FILE *out)
+{
+    struct dump_ctx d = {out ? out : stderr, false, false};
+    flockfile(d.out);
+    fprintf(d.out, "---- SwiftQueues runtime, pid %d ----\n", (int)getpid());
+    static const struct cq_introspect_visitor v = {
+        .pool = dump_pool_ctx,
+        .queue = dump_queue,
+        .worker = dump_worker_ctx,
+        .source = dump_source,
+    };
+    cq_introspect(&v, &d);
+    fprintf(d.out, "---- end ----\n");
+    funlockfile(d.out);
+    fflush(d.out);
+}
+
+/* ---- CQ_DUMP_SIGNAL ----------------------------------------------------------------------------
+ */
+
+int cq__dump_signo;
+
+void cq__introspect_dump_signal(void)
+{
+    cq_introspect_dump(stderr);
+}
+
+/* "SIGUSR2", "USR2", "12" (also "SIGRTMIN+3") -> the number, or 0. */
+static int parse_signal(const char *v)
+{
+    if (strncmp(v, "SIG", 3) == 0) {
+        v += 3;
+    }
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (end != v && *end == '\0') {
+        return n > 0 && n < _NSIG ? (int)n : 0;
+    }
+    if (strncmp(v, "RTMIN", 5) == 0) {
+        n = v[5] == '+' ? strtol(v + 6, NULL, 10) : 0;
+        return SIGRTMIN + n <= SIGRTMAX ? SIGRTMIN + (int)n : 0;
+    }
+    for (int s = 1; s < NSIG; s++) {
+        const char *name = sigabbrev_np(s);
+        if (name && strcmp(name, v) == 0) {
+            return s;
+        }
+    }
+    return 0;
+}
+
+/* After the pool first starts: watch the signal with a SIGNAL source (no handler: the reactor
+ * itself writes the dump when the signal arrives, see reactor_signal.c). */
+static void dump_signal_start(void)
+{
+    cq_source_t s =
+        cq_source_create(cq_source_type(CQ_SOURCE_KIND_SIGNAL), (uintptr_t)cq__dump_signo, 0, NULL);
+    if (s == NULL) {
+        cq__report("CQ_DUMP_SIGNAL: cannot watch signal %d", cq__dump_signo);
+        return;
+    }
+    cq_activate(s); /* kept for the life of the process */
+}
+
+__attribute__((constructor)) static void dump_signal_init(void)
+{
+    const char *v = getenv("CQ_DUMP_SIGNAL");
+    if (v == NULL || *v == '\0') {
+        return;
+    }
+    cq__dump_signo = parse_signal(v);
+    if (cq__dump_signo == 0) {
+        cq__report("CQ_DUMP_SIGNAL=%s: not a signal name or number; no dump on a signal", v);
+        return;
+    }
+    /* Until the reactor watches it, the signal must not end the process (SIGUSR1/2's default):
+     * ignore it meanwhile (the watch takes an ignored signal over as a default one). */
+    struct sigaction old;
+    if (sigaction(cq__dump_signo, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
+        old.sa_handler == SIG_DFL) {
+        signal(cq__dump_signo, SIG_IGN);
+    }
+    cq__pool_on_start_register(dump_signal_start);
+}
+
+static void registry_fork_prepare(void)
+{
+    pthread_mutex_lock(&reg_lock);
+}
+
+static void registry_fork_release(void)
+{
+    pthread_mutex_unlock(&reg_lock);
+}
+
+CQ__FORK_REGISTER(source_registry, CQ__FORK_RANK_REGISTRY, registry_fork_prepare,
+                  registry_fork_release, registry_fork_release)

@@ -1,0 +1,70 @@
+import SwiftQueues
+import Testing
+
+/// SQRuntime: the counters grow by at least the tasks run; the snapshot lists the global and
+/// main queues, created queues with their kinds, widths, suspend counts and targets, the
+/// workers, and sources; dump() writes without crashing.
+@Suite struct RuntimeIntrospectionTests {
+    @Test func countersGrowByTheTasksRun() {
+        let before = SQRuntime.counters
+        let group = SQGroup()
+        let queue = SQSerialQueue(label: "runtime.counters")
+        for _ in 0..<300 {
+            queue.async(group: group) {}
+            SQQueue.global().async(group: group) {}
+        }
+        group.wait()
+        queue.sync {}
+        let after = SQRuntime.counters
+        #expect(after.tasksRun - before.tasksRun >= 600)
+        #expect(after.steals >= before.steals)
+        #expect(after.parks >= before.parks)
+    }
+
+    @Test func snapshotListsQueuesWorkersAndSources() throws {
+        let serial = SQSerialQueue(label: "runtime.snapshot.serial")
+        let concurrent = SQConcurrentQueue(label: "runtime.snapshot.concurrent")
+        let child = SQSerialQueue(label: "runtime.snapshot.child", target: serial)
+        let suspended = SQSerialQueue(label: "runtime.snapshot.suspended")
+        suspended.suspend()
+        let timer = SQSource.makeTimerSource(queue: serial)
+
+        let s = SQRuntime.snapshot()
+        #expect(
+            s.queues.prefix(5).map(\.label) == [
+                "cq.global.high", "cq.global.default", "cq.global.low", "cq.global.background",
+                "cq.main-thread",
+            ])
+        #expect(s.queues[0].kind == .global)
+        #expect(s.queues[0].width == nil)
+        #expect(s.queues[4].kind == .main)
+
+        let byLabel = Dictionary(s.queues.map { ($0.label, $0) }, uniquingKeysWith: { a, _ in a })
+        let serialInfo = try #require(byLabel["runtime.snapshot.serial"])
+        #expect(serialInfo.kind == .serial)
+        #expect(serialInfo.width == 1)
+        #expect(serialInfo.suspendCount == 0)
+        #expect(serialInfo.targetLabel == "cq.global.default")
+        let concurrentInfo = try #require(byLabel["runtime.snapshot.concurrent"])
+        #expect(concurrentInfo.kind == .concurrent)
+        #expect(concurrentInfo.width == nil)
+        #expect(byLabel["runtime.snapshot.child"]?.targetLabel == "runtime.snapshot.serial")
+        #expect(byLabel["runtime.snapshot.suspended"]?.suspendCount == 1)
+
+        #expect(s.workers >= 1)
+        #expect(s.workerStates.count >= s.workers)
+        #expect(s.threads >= 1)
+
+        let timerInfo = s.sources.first {
+            $0.type == "timer" && $0.targetLabel == "runtime.snapshot.serial"
+        }
+        #expect(timerInfo != nil)
+        #expect(timerInfo?.isActivated == false)
+
+        suspended.resume()
+        timer.cancel()
+        timer.activate()
+        withExtendedLifetime((concurrent, child)) {}
+        SQRuntime.dump()
+    }
+}

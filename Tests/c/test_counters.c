@@ -1,0 +1,124 @@
+/*
+ * cq_runtime_get_counters: tasks run grow by at least the tasks submitted (global, serial,
+ * concurrent queues, group tasks), timer fires by the cq_after_f calls, source events by the
+ * handlers run; workers park once idle; a short `size` gets only the fields it covers; counts
+ * never go down.
+ */
+#include "cq_test.h"
+
+static void noop(void *ctx)
+{
+    (void)ctx;
+}
+
+static void signal_sema(void *ctx)
+{
+    cq_semaphore_signal(ctx);
+}
+
+static struct cq_runtime_counters read_counters(void)
+{
+    struct cq_runtime_counters c;
+    memset(&c, 0xff, sizeof c);
+    CHECK_EQ(cq_runtime_get_counters(&c, sizeof c), sizeof c);
+    return c;
+}
+
+#define N 2000
+
+static void test_tasks_counted(void)
+{
+    struct cq_runtime_counters before = read_counters();
+    cq_queue_t serial = cq_queue_create("counters.serial", CQ_QUEUE_SERIAL);
+    cq_queue_t conc = cq_queue_create("counters.concurrent", CQ_QUEUE_CONCURRENT);
+    cq_group_t g = cq_group_create();
+    for (int i = 0; i < N; i++) {
+        cq_group_async_f(g, cq_get_global_queue(CQ_QUEUE_PRIORITY_DEFAULT, 0), NULL, noop);
+        cq_group_async_f(g, serial, NULL, noop);
+        cq_group_async_f(g, conc, NULL, noop);
+    }
+    WAIT_GROUP(g);
+    /* the group empties when the last task leaves it, inside that task: one more round trip
+     * makes sure every counted task has returned */
+    cq_semaphore_t s = cq_semaphore_create(0);
+    cq_async_f(serial, s, signal_sema);
+    WAIT_SEMA(s);
+    struct cq_runtime_counters after = read_counters();
+    CHECK(after.tasks_run - before.tasks_run >= 3 * N);
+    CHECK(after.workers_counted >= 1);
+    CHECK(after.steals >= before.steals);
+    CHECK(after.parks >= before.parks);
+    fprintf(stderr, "   tasks %" PRIu64 " -> %" PRIu64 ", steals %" PRIu64 ", parks %" PRIu64
+                    ", unparks %" PRIu64 "\n",
+            before.tasks_run, after.tasks_run, after.steals, after.parks, after.unparks);
+    cq_release(s);
+    cq_release(g);
+    cq_release(serial);
+    cq_release(conc);
+}
+
+static void test_timers_and_sources_counted(void)
+{
+    struct cq_runtime_counters before = read_counters();
+    cq_group_t g = cq_group_create();
+    cq_queue_t q = cq_queue_create("counters.timers", CQ_QUEUE_SERIAL);
+    for (int i = 0; i < 5; i++) {
+        cq_group_enter(g);
+        cq_after_f(cq_time(CQ_TIME_NOW, 1000000), q, g, (cq_function_t)cq_group_leave);
+    }
+    WAIT_GROUP(g);
+    cq_source_t src = cq_source_create(cq_source_type(CQ_SOURCE_KIND_DATA_ADD), 0, 0, q);
+    REQUIRE(src != NULL);
+    cq_semaphore_t s = cq_semaphore_create(0);
+    cq_set_context(src, s);
+    cq_source_set_event_handler_f(src, signal_sema);
+    cq_activate(src);
+    cq_source_merge_data(src, 1);
+    WAIT_SEMA(s);
+    struct cq_runtime_counters after = read_counters();
+    CHECK(after.timer_fires - before.timer_fires >= 5);
+    CHECK(after.source_events - before.source_events >= 1);
+    cq_source_cancel(src);
+    cq_release(src);
+    cq_release(g);
+    cq_release(q);
+    cq_release(s);
+}
+
+/* Idle workers park: wait (on the counter, with the usual patience) for one more park. */
+static void test_parks_when_idle(void)
+{
+    struct cq_runtime_counters before = read_counters();
+    cq_semaphore_t s = cq_semaphore_create(0);
+    cq_async_f(cq_get_global_queue(CQ_QUEUE_PRIORITY_DEFAULT, 0), s, signal_sema);
+    WAIT_SEMA(s);
+    cq_release(s);
+    uint64_t deadline = cq_test_now_ns() + (uint64_t)CQ_TEST_PATIENCE_NS;
+    struct cq_runtime_counters now = read_counters();
+    while (now.parks == before.parks && cq_test_now_ns() < deadline) {
+        struct timespec d = {0, 1000000};
+        nanosleep(&d, NULL);
+        now = read_counters();
+    }
+    CHECK(now.parks > before.parks);
+}
+
+static void test_short_size(void)
+{
+    struct cq_runtime_counters c;
+    memset(&c, 0xab, sizeof c);
+    CHECK_EQ(cq_runtime_get_counters(&c, sizeof c.tasks_run), sizeof c.tasks_run);
+    CHECK(c.tasks_run != 0xababababababababull);
+    CHECK_EQ(c.steals, 0xababababababababull); /* beyond `size`: untouched */
+    CHECK_EQ(cq_runtime_get_counters(NULL, 0), 0);
+    CHECK_EQ(cq_runtime_get_counters(&c, 4096), sizeof c); /* a newer caller's bigger struct */
+}
+
+int main(void)
+{
+    RUN(test_tasks_counted);
+    RUN(test_timers_and_sources_counted);
+    RUN(test_parks_when_idle);
+    RUN(test_short_size);
+    TEST_MAIN_END();
+}

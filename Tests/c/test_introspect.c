@@ -1,0 +1,340 @@
+/*
+ * Introspection: cq_introspect reports a known set of queues (labels, kinds, widths, suspend
+ * counts, inactive, running and waiting items, targets), the workers (one of them running the
+ * task that holds a serial queue) and sources (types, targets, activated, cancelled); a freed
+ * queue leaves the list; cq_introspect_dump prints them; with CQ_DUMP_SIGNAL a child process
+ * writes the dump to stderr when the signal arrives.
+ */
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+
+#include "cq_test.h"
+
+#define MAXQ 64
+struct seen {
+    int nqueues, nworkers, nsources, pool_calls;
+    struct cq_introspect_queue q[MAXQ];
+    char qlabel[MAXQ][64], qtarget[MAXQ][64];
+    struct cq_introspect_worker w[512];
+    struct cq_introspect_source s[MAXQ];
+    char starget[MAXQ][64], stype[MAXQ][16];
+    struct cq_introspect_pool pool;
+};
+
+static void on_pool(void *ctx, const struct cq_introspect_pool *p)
+{
+    struct seen *s = ctx;
+    s->pool = *p;
+    s->pool_calls++;
+}
+
+static void on_queue(void *ctx, const struct cq_introspect_queue *q)
+{
+    struct seen *s = ctx;
+    if (s->nqueues < MAXQ) {
+        s->q[s->nqueues] = *q;
+        snprintf(s->qlabel[s->nqueues], 64, "%s", q->label);
+        snprintf(s->qtarget[s->nqueues], 64, "%s", q->target_label);
+        s->nqueues++;
+    }
+}
+
+static void on_worker(void *ctx, const struct cq_introspect_worker *w)
+{
+    struct seen *s = ctx;
+    if (s->nworkers < 512) {
+        s->w[s->nworkers++] = *w;
+    }
+}
+
+static void on_source(void *ctx, const struct cq_introspect_source *src)
+{
+    struct seen *s = ctx;
+    if (s->nsources < MAXQ) {
+        s->s[s->nsources] = *src;
+        snprintf(s->starget[s->nsources], 64, "%s", src->target_label);
+        snprintf(s->stype[s->nsources], 16, "%s", src->type);
+        s->nsources++;
+    }
+}
+
+static const struct cq_introspect_visitor visitor = {on_pool, on_queue, on_worker, on_source};
+
+static struct seen *look(void)
+{
+    struct seen *s = calloc(1, sizeof *s);
+    REQUIRE(s != NULL);
+    cq_introspect(&visitor, s);
+    return s;
+}
+
+static int find_queue(struct seen *s, const char *label)
+{
+    for (int i = 0; i < s->nqueues; i++) {
+        if (strcmp(s->qlabel[i], label) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+static int find_source(struct seen *s, const void *src)
+{
+    for (int i = 0; i < s->nsources; i++) {
+        if (s->s[i].source == src) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+struct holder {
+    atomic_int started, release;
+};
+
+/* Holds its queue (and its worker) until released: spins, so its worker stays "running". */
+static void hold(void *ctx)
+{
+    struct holder *h = ctx;
+    atomic_store(&h->started, 1);
+    while (!atomic_load(&h->release)) {
+        struct timespec d = {0, 100000};
+        nanosleep(&d, NULL);
+    }
+}
+
+static void noop(void *ctx)
+{
+    (void)ctx;
+}
+
+static void signal_sema(void *ctx)
+{
+    cq_semaphore_signal(ctx);
+}
+
+static void test_queues_workers_sources(void)
+{
+    cq_queue_t serial = cq_queue_create("intro.serial", CQ_QUEUE_SERIAL);
+    cq_queue_t conc = cq_queue_create("intro.concurrent", CQ_QUEUE_CONCURRENT);
+    cq_queue_t inactive = cq_queue_create_inactive("intro.inactive", CQ_QUEUE_SERIAL);
+    cq_queue_t suspended = cq_queue_create("intro.suspended", CQ_QUEUE_SERIAL);
+    cq_queue_t child = cq_queue_create("intro.child", CQ_QUEUE_SERIAL);
+    cq_set_target_queue(child, serial);
+    cq_suspend(suspended);
+    cq_suspend(suspended);
+    cq_async_f(suspended, NULL, noop); /* waits in the list */
+
+    struct holder h = {0, 0};
+    cq_async_f(serial, &h, hold);
+    cq_async_f(serial, NULL, noop); /* waits behind hold */
+    while (!atomic_load(&h.started)) {
+        sched_yield();
+    }
+
+    cq_source_t data = cq_source_create(cq_source_type(CQ_SOURCE_KIND_DATA_ADD), 0, 0, conc);
+    cq_source_t timer = cq_source_create(cq_source_type(CQ_SOURCE_KIND_TIMER), 0, 0, child);
+    REQUIRE(data && timer);
+    cq_activate(data);
+
+    struct seen *s = look();
+    CHECK_EQ(s->pool_calls, 1);
+    struct cq_runtime_info info;
+    cq_runtime_get_info(&info);
+    CHECK_EQ(s->pool.workers, info.workers);
+    CHECK(s->pool.threads >= 1);
+
+    /* the global queues and the main queue come first */
+    CHECK(s->nqueues >= 10);
+    CHECK_EQ(strcmp(s->qlabel[0], "cq.global.high"), 0);
+    CHECK_EQ(s->q[1].kind, CQ_INTROSPECT_QUEUE_GLOBAL);
+    CHECK_EQ(strcmp(s->qlabel[4], "cq.main-thread"), 0);
+    CHECK_EQ(s->q[4].kind, CQ_INTROSPECT_QUEUE_MAIN);
+    CHECK_EQ(s->q[4].width, 1);
+
+    int i = find_queue(s, "intro.serial");
+    REQUIRE(i >= 0);
+    CHECK_EQ(s->q[i].kind, CQ_INTROSPECT_QUEUE_SERIAL);
+    CHECK_EQ(s->q[i].width, 1);
+    CHECK_EQ(s->q[i].suspend_count, 0);
+    CHECK_EQ(s->q[i].running, 1);
+    CHECK_EQ(s->q[i].queued, 1);
+    CHECK_EQ(strcmp(s->qtarget[i], "cq.global.default"), 0);
+    CHECK(s->q[i].queue == (const void *)serial);
+
+    i = find_queue(s, "intro.concurrent");
+    REQUIRE(i >= 0);
+    CHECK_EQ(s->q[i].kind, CQ_INTROSPECT_QUEUE_CONCURRENT);
+    CHECK_EQ(s->q[i].width, 0);
+    CHECK(s->q[i].running <= 1); /* the data source's registration may be running on it */
+
+    i = find_queue(s, "intro.inactive");
+    REQUIRE(i >= 0);
+    CHECK(s->q[i].inactive);
+    CHECK_EQ(s->q[i].suspend_count, 1);
+
+    i = find_queue(s, "intro.suspended");
+    REQUIRE(i >= 0);
+    CHECK_EQ(s->q[i].suspend_count, 2);
+    CHECK(!s->q[i].inactive);
+    CHECK_EQ(s->q[i].queued, 1);
+    CHECK_EQ(s->q[i].running, 0);
+
+    i = find_queue(s, "intro.child");
+    REQUIRE(i >= 0);
+    CHECK_EQ(strcmp(s->qtarget[i], "intro.serial"), 0);
+
+    /* workers: every proc, one of them running hold() */
+    CHECK(s->nworkers >= (int)info.workers);
+    int running = 0;
+    for (int k = 0; k < s->nworkers; k++) {
+        CHECK(s->w[k].state >= CQ_INTROSPECT_WORKER_RUNNING &&
+              s->w[k].state <= CQ_INTROSPECT_WORKER_RETIRED);
+        CHECK(s->w[k].band <= 2);
+        running += s->w[k].state == CQ_INTROSPECT_WORKER_RUNNING;
+    }
+    CHECK(running >= 1);
+
+    int d = find_source(s, data), t = find_source(s, timer);
+    REQUIRE(d >= 0 && t >= 0);
+    CHECK_EQ(strcmp(s->stype[d], "data-add"), 0);
+    CHECK_EQ(s->s[d].kind, CQ_SOURCE_KIND_DATA_ADD);
+    CHECK(s->s[d].activated);
+    CHECK(!s->s[d].cancelled);
+    CHECK_EQ(strcmp(s->starget[d], "intro.concurrent"), 0);
+    CHECK_EQ(strcmp(s->stype[t], "timer"), 0);
+    CHECK(!s->s[t].activated);
+    CHECK_EQ(s->s[t].suspend_count, 1);
+    CHECK_EQ(strcmp(s->starget[t], "intro.child"), 0);
+    free(s);
+
+    cq_source_cancel(data);
+    s = look();
+    d = find_source(s, data);
+    REQUIRE(d >= 0);
+    CHECK(s->s[d].cancelled);
+    free(s);
+
+    /* the dump names them */
+    FILE *f = tmpfile();
+    REQUIRE(f != NULL);
+    cq_introspect_dump(f);
+    rewind(f);
+    char buf[65536];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    CHECK(strstr(buf, "intro.serial") != NULL);
+    CHECK(strstr(buf, "suspended 2") != NULL);
+    CHECK(strstr(buf, "data-add") != NULL);
+    CHECK(strstr(buf, "workers:") != NULL);
+
+    atomic_store(&h.release, 1);
+    cq_source_cancel(timer);
+    cq_activate(timer);
+    cq_release(data);
+    cq_release(timer);
+    cq_activate(inactive);
+    cq_resume(suspended);
+    cq_resume(suspended);
+    cq_release(inactive);
+    cq_release(suspended);
+    cq_release(child);
+    cq_release(conc);
+    cq_release(serial);
+}
+
+/* A released queue leaves the list once it is freed (after its last task). */
+static void test_freed_queue_leaves(void)
+{
+    cq_queue_t q = cq_queue_create("intro.short-lived", CQ_QUEUE_SERIAL);
+    struct seen *s = look();
+    CHECK(find_queue(s, "intro.short-lived") >= 0);
+    free(s);
+    cq_release(q);
+    uint64_t deadline = cq_test_now_ns() + (uint64_t)CQ_TEST_PATIENCE_NS;
+    for (;;) {
+        s = look();
+        int i = find_queue(s, "intro.short-lived");
+        free(s);
+        if (i < 0 || cq_test_now_ns() > deadline) {
+            CHECK(i < 0);
+            break;
+        }
+        struct timespec d = {0, 1000000};
+        nanosleep(&d, NULL);
+    }
+}
+
+/* The child: CQ_DUMP_SIGNAL=SIGUSR2 in its environment; makes a queue, says ready, waits. */
+static __attribute__((noreturn)) void dump_child(void)
+{
+    cq_queue_t q = cq_queue_create("intro.hung-service", CQ_QUEUE_SERIAL);
+    cq_semaphore_t s = cq_semaphore_create(0);
+    cq_async_f(q, s, signal_sema); /* starts the pool, and so the watch */
+    cq_semaphore_wait(s, CQ_TIME_FOREVER);
+    printf("ready\n");
+    fflush(stdout);
+    for (;;) {
+        pause();
+    }
+}
+
+static void test_dump_signal(void)
+{
+    int out[2], err[2];
+    REQUIRE(pipe(out) == 0 && pipe(err) == 0);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        dup2(out[1], 1);
+        dup2(err[1], 2);
+        close(out[0]);
+        close(err[0]);
+        setenv("CQ_DUMP_SIGNAL", "SIGUSR2", 1);
+        execl("/proc/self/exe", "test_introspect", "--dump-child", (char *)NULL);
+        _exit(127);
+    }
+    close(out[1]);
+    close(err[1]);
+    char buf[65536];
+    size_t len = 0;
+    ssize_t n = read(out[0], buf, sizeof buf - 1); /* "ready" */
+    CHECK(n > 0);
+    /* the watch is registered by the reactor shortly after the pool starts: signal until the
+     * dump shows up (a signal before that is counted by the watch's handler, or lost) */
+    fcntl(err[0], F_SETFL, O_NONBLOCK);
+    uint64_t deadline = cq_test_now_ns() + (uint64_t)CQ_TEST_PATIENCE_NS;
+    bool found = false;
+    while (!found && cq_test_now_ns() < deadline) {
+        kill(pid, SIGUSR2);
+        struct pollfd p = {err[0], POLLIN, 0};
+        poll(&p, 1, 200);
+        while ((n = read(err[0], buf + len, sizeof buf - 1 - len)) > 0) {
+            len += (size_t)n;
+        }
+        buf[len] = '\0';
+        found = strstr(buf, "intro.hung-service") != NULL && strstr(buf, "---- end ----");
+        if (len > sizeof buf / 2) {
+            len = 0;
+        }
+    }
+    CHECK(found);
+    kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+    close(out[0]);
+    close(err[0]);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--dump-child") == 0) {
+        dump_child();
+    }
+    RUN(test_queues_workers_sources);
+    RUN(test_freed_queue_leaves);
+    RUN(test_dump_signal);
+    TEST_MAIN_END();
+}

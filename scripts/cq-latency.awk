@@ -1,0 +1,44 @@
+# cq-latency.awk: per queue label, how long tasks waited (enqueue -> start) and ran
+# (start -> finish), from `perf script` output of the swiftqueues:task_enqueue*, task_start
+# and task_finish events defined by scripts/cq-probes.py (docs/profiling.md):
+#
+#   perf script -i perf.data | awk -f scripts/cq-latency.awk
+#
+# Items are matched by address (a task's memory is reused only after it has run, so an
+# enqueue is followed by its own start before the address comes back).
+function us(t) { return t * 1e6 }
+{
+    ts = ""; ev = ""; label = ""; item = ""
+    for (i = 1; i <= NF; i++) {
+        if ($i ~ /^[0-9]+\.[0-9]+:$/ && ts == "") ts = substr($i, 1, length($i) - 1) + 0
+        else if ($i ~ /^swiftqueues:/) { ev = $i; sub(/^swiftqueues:/, "", ev); sub(/:$/, "", ev) }
+        else if ($i ~ /^item=/) item = substr($i, 6)
+    }
+    if (match($0, /label="[^"]*"/)) label = substr($0, RSTART + 7, RLENGTH - 8)
+    if (ev ~ /^task_enqueue/) { enq[item] = ts }
+    else if (ev == "task_start") {
+        start[item] = ts
+        if (item in enq) {
+            w = us(ts - enq[item]); delete enq[item]
+            wn[label]++; ws[label] += w; if (w > wm[label]) wm[label] = w
+            wait_list[label, wn[label]] = w
+        }
+    } else if (ev == "task_finish" && (item in start)) {
+        r = us(ts - start[item]); delete start[item]
+        rn[label]++; rs[label] += r
+    }
+}
+END {
+    printf "%-24s %8s %10s %10s %10s %8s %10s\n", "queue", "tasks", "wait avg", "wait p99", "wait max", "ran", "run total"
+    for (l in rn) {
+        n = wn[l]; p99 = 0
+        if (n > 0) {
+            # p99 by selection: sort this label's waits (small n: insertion sort is fine)
+            for (i = 1; i <= n; i++) a[i] = wait_list[l, i]
+            for (i = 2; i <= n; i++) { v = a[i]; j = i - 1; while (j > 0 && a[j] > v) { a[j + 1] = a[j]; j-- } a[j + 1] = v }
+            p99 = a[int(n * 0.99) > 0 ? int(n * 0.99) : 1]
+            delete a
+        }
+        printf "%-24s %8d %8.1fus %8.1fus %8.1fus %8d %8.1fms\n", l, n, n ? ws[l] / n : 0, p99, wm[l], rn[l], rs[l] / 1000
+    }
+}

@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Define the swiftqueues USDT probes of a built library as named uprobe events.
+
+`perf probe -x LIB sdt_swiftqueues:NAME` attaches a probe with its arguments as numbers
+(arg1=94730899262608); this script reads the probe notes (`readelf -n`) and writes uprobe
+events with names and types instead (label="com.example.db" item=0x55... kind=1), through
+tracefs, so `perf record -e swiftqueues:task_start` shows queue labels. Needs root.
+
+  scripts/cq-probes.py add LIB [NAME...]   define swiftqueues:NAME (all probes by default)
+  scripts/cq-probes.py remove              remove every swiftqueues:* uprobe event
+  scripts/cq-probes.py list LIB            print the definitions without writing them
+
+A probe that sits at several places (task_enqueue: cq_async_f and cq_group_async_f) gets
+events NAME, NAME_1, ...; `-e 'swiftqueues:task_enqueue*'` records them all. The semaphore is
+passed along, so the runtime computes the arguments only while an event is enabled.
+"""
+import os
+import re
+import subprocess
+import sys
+
+# argument names and fetch types per probe, in the order CQ_PROBE passes them
+# (Sources/CQueueCore/platform/probes_internal.h)
+ARGS = {
+    "task_enqueue": [("label", "string"), ("item", "x64"), ("prio", "u32")],
+    "task_start": [("label", "string"), ("item", "x64"), ("kind", "u32")],
+    "task_finish": [("label", "string"), ("item", "x64")],
+    "steal": [("victim", "u32"), ("thief", "u32"), ("prio", "u32")],
+    "worker_park": [("proc", "u32"), ("band", "u32")],
+    "worker_unpark": [("proc", "u32"), ("band", "u32")],
+    "spare_start": [("band", "u32"), ("spawned", "u32")],
+    "thread_limit": [("threads", "u32"), ("limit", "u32")],
+    "source_event": [("kind", "u32"), ("data", "u64"), ("source", "x64"), ("label", "string")],
+    "timer_fire": [("kind", "u32"), ("count", "u64")],
+    "operation_state": [("name", "string"), ("state", "s32")],
+    "label_change": [("name", "string")],
+}
+
+REG = {  # x86-64 register names as the uprobe fetch syntax spells them
+    "rax": "ax", "eax": "ax", "ax": "ax", "al": "ax",
+    "rbx": "bx", "ebx": "bx", "bx": "bx", "bl": "bx",
+    "rcx": "cx", "ecx": "cx", "cx": "cx", "cl": "cx",
+    "rdx": "dx", "edx": "dx", "dx": "dx", "dl": "dx",
+    "rsi": "si", "esi": "si", "si": "si", "sil": "si",
+    "rdi": "di", "edi": "di", "di": "di", "dil": "di",
+    "rbp": "bp", "ebp": "bp", "bp": "bp",
+    "rsp": "sp", "esp": "sp", "sp": "sp",
+}
+for i in range(8, 16):
+    for suffix in ("", "d", "w", "b"):
+        REG[f"r{i}{suffix}"] = f"r{i}"
+
+TRACEFS = "/sys/kernel/tracing" if os.path.isdir("/sys/kernel/tracing/events") else \
+    "/sys/kernel/debug/tracing"
+
+
+def reg(name):
+    return "%" + REG[name.lstrip("%")]
+
+
+def fetch(lib, spec, kind):
+    """One note argument ("8@%r15", "-4@%eax", "8@-24(%rbp)", "4@$3") as a fetch argument;
+    None for a global ("4@8+sym(%rip)"), which the event then leaves out."""
+    size, _, operand = spec.partition("@")
+    if kind != "string" and kind != "x64":
+        bits = 8 * abs(int(size))
+        kind = f"{'s' if size.startswith('-') else 'u'}{bits}"
+    m = re.fullmatch(r"\$(-?\d+)", operand)
+    rip = re.fullmatch(r"(-?\d+)?\+?([A-Za-z_][\w.]*)?(?:([+-]\d+))?\(%rip\)", operand)
+    if m:
+        base = "\\" + m.group(1)
+    elif rip:
+        return None  # a global's field: uprobes fetch only file-backed memory by offset
+    else:
+        m = re.fullmatch(r"(-?\d*)\(%(\w+)\)", operand)
+        if m:
+            off = int(m.group(1) or "0")
+            base = f"{off:+d}({reg(m.group(2))})"
+        else:
+            base = reg(operand)
+    if kind == "string":
+        return f"+0({base}):string"
+    return f"{base}:{kind}"
+
+
+def notes(lib):
+    out = subprocess.run(["readelf", "-n", lib], check=True, capture_output=True,
+                         text=True).stdout
+    probe = {}
+    for line in out.splitlines():
+        line = line.strip()
+        if line.startswith("Provider:"):
+            probe = {"provider": line.split()[1]}
+        elif line.startswith("Name:"):
+            probe["name"] = line.split()[1]
+        elif line.startswith("Location:"):
+            m = re.search(r"Location: (0x[0-9a-f]+), Base: (0x[0-9a-f]+), Semaphore: (0x[0-9a-f]+)",
+                          line)
+            probe["loc"], probe["sem"] = int(m.group(1), 16), int(m.group(3), 16)
+        elif line.startswith("Arguments:"):
+            probe["args"] = line.split()[1:]
+            if probe.get("provider") == "swiftqueues":
+                yield dict(probe)
+
+
+def file_offset(lib, vaddr):
+    """A virtual address's file offset (uprobe reference counters and @+ fetches use them)."""
+    out = subprocess.run(["readelf", "-S", "-W", lib], check=True, capture_output=True,
+                         text=True).stdout
+    for line in out.splitlines():
+        m = re.search(r"\]\s+(\S+)\s+\S+\s+([0-9a-f]{8,})\s+([0-9a-f]+)\s+([0-9a-f]+)", line)
+        if m:
+            addr, off, size = (int(m.group(i), 16) for i in (2, 3, 4))
+            if addr <= vaddr < addr + size:
+                return vaddr - addr + off
+    return vaddr
+
+
+def definitions(lib, wanted):
+    lib = os.path.realpath(lib)
+    seen = {}
+    for p in notes(lib):
+        name = p["name"]
+        if wanted and name not in wanted:
+            continue
+        n = seen.get(name, 0)
+        seen[name] = n + 1
+        event = name if n == 0 else f"{name}_{n}"
+        fetched = ((an, fetch(lib, spec, kind))
+                   for (an, kind), spec in zip(ARGS.get(name, []), p.get("args", [])))
+        args = " ".join(f"{an}={f}" for an, f in fetched if f)
+        # the location is a virtual address; in a shared library built as usual the text's
+        # virtual addresses equal its file offsets
+        yield f"p:swiftqueues/{event} {lib}:{p['loc']:#x}({file_offset(lib, p['sem']):#x}) {args}"
+
+
+def write_event(line):
+    # one write(2) per definition, no seek (tracefs refuses Python's append-mode seek)
+    fd = os.open(f"{TRACEFS}/uprobe_events", os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(fd, (line + "\n").encode())
+    finally:
+        os.close(fd)
+
+
+def main():
+    if len(sys.argv) < 2 or sys.argv[1] not in ("add", "remove", "list"):
+        sys.exit(__doc__)
+    cmd = sys.argv[1]
+    if cmd == "remove":
+        with open(f"{TRACEFS}/uprobe_events") as f:
+            events = [l.split()[0].split(":", 1)[1] for l in f if l.startswith("p:swiftqueues/")]
+        for e in events:
+            write_event(f"-:{e}")
+        print(f"removed {len(events)} events")
+        return
+    defs = list(definitions(sys.argv[2], set(sys.argv[3:])))
+    if cmd == "list":
+        print("\n".join(defs))
+        return
+    status = 0
+    for d in defs:
+        try:
+            write_event(d)
+            print(d.split()[0][2:])
+        except OSError as e:
+            print(f"cannot define {d}: {e} (see {TRACEFS}/error_log)", file=sys.stderr)
+            status = 1
+    sys.exit(status)
+
+
+if __name__ == "__main__":
+    main()
