@@ -27,8 +27,8 @@
 #include "platform/atomic_internal.h"
 #include "platform/fork_internal.h"
 #include "platform/object_internal.h"
-#include "platform/rcu_internal.h"
 #include "platform/probes_internal.h"
+#include "platform/rcu_internal.h"
 #include "scheduler/item_internal.h"
 #include "scheduler/thread_internal.h"
 

@@ -21,10 +21,10 @@
 #endif
 #include "platform/atomic_internal.h"
 #include "platform/diag_internal.h"
+#include "platform/probes_internal.h"
 #include "queue/queue_internal.h"
 #include "scheduler/pool_internal.h"
 #include "scheduler/task_internal.h"
-#include "platform/probes_internal.h"
 
 #include <cqueuecore/queue.h>
 #include <cqueuecore/source.h>
