@@ -215,6 +215,7 @@ void cq_swift_async_submit(cq_queue_t q, void *inline_bytes, bool barrier)
     if (barrier) {
         t->item.flags |= CQ__ITEM_BARRIER;
     }
+    CQ__PROBE_ENQUEUE(q, &t->item);
     cq__queue_push(q, &t->item, CQ__PUSH_TAIL);
 }
 
