@@ -44,6 +44,12 @@ enum bench_id {
     B_BURST_TASKS,       /* RSS left m ms after n tasks queued at once behind a blocker */
     B_BURST_TIMERS,      /* RSS left m ms after n after-timers 0-200 ms out */
     B_SPECIFIC,          /* n get_specific lookups through a target chain, 2 threads */
+    B_DATA_CONCAT,       /* n concats of two data objects of m regions each */
+    B_DATA_SUBRANGE,     /* n subranges across a region boundary of an object of m regions */
+    B_DATA_APPLY,        /* n applies over a data object of m regions */
+    B_IO_FILE_READ,      /* a file of n MiB read through a channel; m: 0 warm, 1 cold cache */
+    B_IO_PIPE,           /* n MiB streamed through a pipe into a channel */
+    B_IO_SMALL_FILES,    /* n files of 4 KiB, one path channel each, all at once */
     B_COUNT
 };
 

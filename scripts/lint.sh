@@ -2,7 +2,7 @@
 # make lint: the C core's structural checks (docs/design.md §1).
 #
 #   layers    a file may include the internal headers of its own layer and the layers below it
-#             (platform < scheduler < queue < sync < events < swift), nothing above, except the
+#             (platform < scheduler < queue < sync < events < io < swift), nothing above, except the
 #             exceptions listed below with their reason;
 #   atomics   every non-relaxed atomic operation (cq__load/store/xchg/cas/cas_weak/add/sub/or/
 #             and/fence with an order other than relaxed) carries a pairing note: a comment on
@@ -21,7 +21,7 @@ CORE=Sources/CQueueCore
 status=0
 
 # ---- 1. include direction -------------------------------------------------------------------
-LAYERS="platform scheduler queue sync events swift"
+LAYERS="platform scheduler queue sync events io swift"
 
 # Allowed upward includes: "file -> header   reason", one a line. Empty today: the calls that
 # must run up the layers go through hooks the higher layer registers (item kinds, the sleep

@@ -16,13 +16,7 @@ void diag(void);
 
 void diag(void)
 {
-#if defined(DIAG_IO)
-    int channel = dispatch_io_create(0, 0, 0, 0);
-    (void)channel;
-#elif defined(DIAG_DATA)
-    dispatch_data_t data = 0;
-    (void)data;
-#elif defined(DIAG_MACH)
+#if defined(DIAG_MACH)
     dispatch_source_t source = dispatch_source_create(DISPATCH_SOURCE_TYPE_MACH_RECV, 0, 0, 0);
     (void)source;
 #elif defined(DIAG_FUNLOCK)

@@ -8,7 +8,7 @@
  *
  * Every libdispatch name and what it maps to, including what maps differently or not at all, is
  * in docs/libdispatch-compat.md. In short:
- *   - dispatch data, dispatch I/O, workloops,
+ *   - workloops,
  *     mach and memory-pressure sources, dispatch_debug: not provided. Using one of their
  *     functions or types is a compile error whose message names the function and the reason.
  *   - dispatch_object_t is void *: every object type converts to it in C and C++.
@@ -16,7 +16,7 @@
  *     and ignored (there are no autorelease pools on Linux).
  *   - dispatch_activate is cq_activate: it activates an inactive queue or a new source once,
  *     and does nothing on an active object.
- *   - dispatch_fd_t is int, as on Linux; the dispatch I/O functions that take it are absent.
+ *   - dispatch_fd_t is int, as on Linux; dispatch I/O maps onto cq_io_* (cqueuecore/io.h).
  *
  * This header and libdispatch's cannot be used in one translation unit: including it after
  * <dispatch/dispatch.h> is an #error; including <dispatch/dispatch.h> after it fails on the
@@ -604,6 +604,43 @@ static inline void dispatch_source_set_timer(dispatch_source_t source, dispatch_
     cq_source_set_timer(source, start, interval, leeway);
 }
 
+/* ==== data objects (cqueuecore/data.h) ======================================================= */
+
+typedef cq_data_t dispatch_data_t;
+#define dispatch_data_empty cq_data_empty
+#define DISPATCH_DATA_DESTRUCTOR_DEFAULT CQ_DATA_DESTRUCTOR_DEFAULT
+#define DISPATCH_DATA_DESTRUCTOR_FREE CQ_DATA_DESTRUCTOR_FREE
+#define DISPATCH_DATA_DESTRUCTOR_MUNMAP CQ_DATA_DESTRUCTOR_MUNMAP
+
+static inline size_t dispatch_data_get_size(dispatch_data_t data)
+{
+    return cq_data_get_size(data);
+}
+
+static inline dispatch_data_t dispatch_data_create_map(dispatch_data_t data,
+                                                       const void **buffer_ptr, size_t *size_ptr)
+{
+    return cq_data_create_map(data, buffer_ptr, size_ptr);
+}
+
+static inline dispatch_data_t dispatch_data_create_concat(dispatch_data_t data1,
+                                                          dispatch_data_t data2)
+{
+    return cq_data_create_concat(data1, data2);
+}
+
+static inline dispatch_data_t dispatch_data_create_subrange(dispatch_data_t data, size_t offset,
+                                                            size_t length)
+{
+    return cq_data_create_subrange(data, offset, length);
+}
+
+static inline dispatch_data_t dispatch_data_copy_region(dispatch_data_t data, size_t location,
+                                                        size_t *offset_ptr)
+{
+    return cq_data_copy_region(data, location, offset_ptr);
+}
+
 /* ==== block forms (clang -fblocks) ========================================================== */
 
 #ifdef CQ_HAVE_BLOCKS
@@ -673,6 +710,22 @@ static inline void dispatch_source_set_registration_handler(dispatch_source_t so
                                                             dispatch_block_t handler)
 {
     cq_source_set_registration_handler(source, handler);
+}
+
+/* ---- data objects: the block forms (cqueuecore/data.h) ---- */
+
+typedef cq_data_applier_t dispatch_data_applier_t;
+
+static inline dispatch_data_t dispatch_data_create(const void *buffer, size_t size,
+                                                   dispatch_queue_t queue,
+                                                   dispatch_block_t destructor)
+{
+    return cq_data_create(buffer, size, queue, destructor);
+}
+
+static inline bool dispatch_data_apply(dispatch_data_t data, dispatch_data_applier_t applier)
+{
+    return cq_data_apply(data, applier);
 }
 
 /* ---- dispatch block objects: work items as blocks (cqueuecore/work_item.h, blocks.h) ---- */
@@ -749,13 +802,105 @@ static inline intptr_t dispatch_block_testcancel(dispatch_block_t block)
 
 #endif /* CQ_HAVE_BLOCKS */
 
+/* ==== dispatch I/O (cqueuecore/io.h) ====================================================== */
+
+typedef cq_io_t dispatch_io_t;
+typedef cq_io_type_t dispatch_io_type_t;
+typedef cq_io_close_flags_t dispatch_io_close_flags_t;
+typedef cq_io_interval_flags_t dispatch_io_interval_flags_t;
+#define DISPATCH_IO_STREAM CQ_IO_STREAM
+#define DISPATCH_IO_RANDOM CQ_IO_RANDOM
+#define DISPATCH_IO_STOP CQ_IO_STOP
+#define DISPATCH_IO_STRICT_INTERVAL CQ_IO_STRICT_INTERVAL
+
+static inline void dispatch_io_close(dispatch_io_t channel, dispatch_io_close_flags_t flags)
+{
+    cq_io_close(channel, flags);
+}
+
+static inline int dispatch_io_get_descriptor(dispatch_io_t channel)
+{
+    return cq_io_get_descriptor(channel);
+}
+
+static inline void dispatch_io_set_high_water(dispatch_io_t channel, size_t high_water)
+{
+    cq_io_set_high_water(channel, high_water);
+}
+
+static inline void dispatch_io_set_low_water(dispatch_io_t channel, size_t low_water)
+{
+    cq_io_set_low_water(channel, low_water);
+}
+
+static inline void dispatch_io_set_interval(dispatch_io_t channel, uint64_t interval,
+                                            dispatch_io_interval_flags_t flags)
+{
+    cq_io_set_interval(channel, interval, flags);
+}
+
+#if defined(CQ_HAVE_BLOCKS)
+typedef cq_io_handler_t dispatch_io_handler_t;
+
+static inline dispatch_io_t dispatch_io_create(dispatch_io_type_t type, int fd,
+                                               dispatch_queue_t queue,
+                                               void (^cleanup_handler)(int error))
+{
+    return cq_io_create(type, fd, queue, cleanup_handler);
+}
+
+static inline dispatch_io_t dispatch_io_create_with_path(dispatch_io_type_t type,
+                                                         const char *path, int oflag,
+                                                         mode_t mode, dispatch_queue_t queue,
+                                                         void (^cleanup_handler)(int error))
+{
+    return cq_io_create_with_path(type, path, oflag, mode, queue, cleanup_handler);
+}
+
+static inline dispatch_io_t dispatch_io_create_with_io(dispatch_io_type_t type,
+                                                       dispatch_io_t io, dispatch_queue_t queue,
+                                                       void (^cleanup_handler)(int error))
+{
+    return cq_io_create_with_io(type, io, queue, cleanup_handler);
+}
+
+static inline void dispatch_io_read(dispatch_io_t channel, off_t offset, size_t length,
+                                    dispatch_queue_t queue, dispatch_io_handler_t io_handler)
+{
+    cq_io_read(channel, offset, length, queue, io_handler);
+}
+
+static inline void dispatch_io_write(dispatch_io_t channel, off_t offset, dispatch_data_t data,
+                                     dispatch_queue_t queue, dispatch_io_handler_t io_handler)
+{
+    cq_io_write(channel, offset, data, queue, io_handler);
+}
+
+static inline void dispatch_io_barrier(dispatch_io_t channel, dispatch_block_t barrier)
+{
+    cq_io_barrier(channel, barrier);
+}
+
+static inline void dispatch_read(int fd, size_t length, dispatch_queue_t queue,
+                                 void (^handler)(dispatch_data_t data, int error))
+{
+    cq_read(fd, length, queue, handler);
+}
+
+static inline void dispatch_write(int fd, dispatch_data_t data, dispatch_queue_t queue,
+                                  void (^handler)(dispatch_data_t data, int error))
+{
+    cq_write(fd, data, queue, handler);
+}
+#endif /* CQ_HAVE_BLOCKS */
+
 /* ==== not provided ========================================================================== */
 
 /*
  * Using one of these is a compile error naming the function and why ("... is unavailable: ...").
  * Compilers without the `unavailable` attribute report the cq_dispatch_unsupported_* name as
- * undeclared instead. Their constants (DISPATCH_IO_STREAM, DISPATCH_DATA_DESTRUCTOR_FREE,
- * DISPATCH_MEMORYPRESSURE_*, ...) are not defined.
+ * undeclared instead. Their constants (DISPATCH_IO_STREAM, DISPATCH_MEMORYPRESSURE_*, ...) are
+ * not defined.
  */
 #if defined(__has_attribute)
 #if __has_attribute(__unavailable__)
@@ -775,76 +920,17 @@ static inline intptr_t dispatch_block_testcancel(dispatch_block_t block)
 #endif
 
 #define CQ__SEE_DOC " (see docs/libdispatch-compat.md)"
-#define CQ__WHY_DATA "dispatch data objects are not provided by CQueueCore" CQ__SEE_DOC
-#define CQ__WHY_IO                                                                              \
-    "dispatch I/O is not provided by CQueueCore; use a READ/WRITE source" CQ__SEE_DOC
 #define CQ__WHY_QOS "CQueueCore has priorities, not QoS classes" CQ__SEE_DOC
 #define CQ__WHY_SOURCE "this source type does not exist on Linux" CQ__SEE_DOC
 #define CQ__WHY_APPLE "an Apple-only libdispatch call, not provided by CQueueCore" CQ__SEE_DOC
 #define CQ__WHY_DEBUG "not provided by CQueueCore" CQ__SEE_DOC
 #define CQ__WHY_FUNLOCK "file-lock events cannot be observed with inotify" CQ__SEE_DOC
 
-CQ__DISPATCH_UNSUPPORTED_TYPE(dispatch_data_t, CQ__WHY_DATA);
-CQ__DISPATCH_UNSUPPORTED_TYPE(dispatch_data_applier_t, CQ__WHY_DATA);
-CQ__DISPATCH_UNSUPPORTED(dispatch_data_empty, CQ__WHY_DATA);
-CQ__DISPATCH_UNSUPPORTED(dispatch_data_create, CQ__WHY_DATA);
-CQ__DISPATCH_UNSUPPORTED(dispatch_data_get_size, CQ__WHY_DATA);
-CQ__DISPATCH_UNSUPPORTED(dispatch_data_create_map, CQ__WHY_DATA);
-CQ__DISPATCH_UNSUPPORTED(dispatch_data_create_concat, CQ__WHY_DATA);
-CQ__DISPATCH_UNSUPPORTED(dispatch_data_create_subrange, CQ__WHY_DATA);
-CQ__DISPATCH_UNSUPPORTED(dispatch_data_apply, CQ__WHY_DATA);
-CQ__DISPATCH_UNSUPPORTED(dispatch_data_copy_region, CQ__WHY_DATA);
-#define dispatch_data_t cq_dispatch_unsupported_dispatch_data_t
-#define dispatch_data_applier_t cq_dispatch_unsupported_dispatch_data_applier_t
-#define dispatch_data_empty (cq_dispatch_unsupported_dispatch_data_empty)
-#define dispatch_data_create(...) (cq_dispatch_unsupported_dispatch_data_create)
-#define dispatch_data_get_size(...) (cq_dispatch_unsupported_dispatch_data_get_size)
-#define dispatch_data_create_map(...) (cq_dispatch_unsupported_dispatch_data_create_map)
-#define dispatch_data_create_concat(...) (cq_dispatch_unsupported_dispatch_data_create_concat)
-#define dispatch_data_create_subrange(...) (cq_dispatch_unsupported_dispatch_data_create_subrange)
-#define dispatch_data_apply(...) (cq_dispatch_unsupported_dispatch_data_apply)
-#define dispatch_data_copy_region(...) (cq_dispatch_unsupported_dispatch_data_copy_region)
 
 /* A descriptor, as libdispatch defines it on Linux: helper headers declare functions with it
  * even where no dispatch I/O is used. */
 typedef int dispatch_fd_t;
 
-CQ__DISPATCH_UNSUPPORTED_TYPE(dispatch_io_t, CQ__WHY_IO);
-CQ__DISPATCH_UNSUPPORTED_TYPE(dispatch_io_type_t, CQ__WHY_IO);
-CQ__DISPATCH_UNSUPPORTED_TYPE(dispatch_io_handler_t, CQ__WHY_IO);
-CQ__DISPATCH_UNSUPPORTED_TYPE(dispatch_io_close_flags_t, CQ__WHY_IO);
-CQ__DISPATCH_UNSUPPORTED_TYPE(dispatch_io_interval_flags_t, CQ__WHY_IO);
-CQ__DISPATCH_UNSUPPORTED(dispatch_read, CQ__WHY_IO);
-CQ__DISPATCH_UNSUPPORTED(dispatch_write, CQ__WHY_IO);
-CQ__DISPATCH_UNSUPPORTED(dispatch_io_create, CQ__WHY_IO);
-CQ__DISPATCH_UNSUPPORTED(dispatch_io_create_with_path, CQ__WHY_IO);
-CQ__DISPATCH_UNSUPPORTED(dispatch_io_create_with_io, CQ__WHY_IO);
-CQ__DISPATCH_UNSUPPORTED(dispatch_io_read, CQ__WHY_IO);
-CQ__DISPATCH_UNSUPPORTED(dispatch_io_write, CQ__WHY_IO);
-CQ__DISPATCH_UNSUPPORTED(dispatch_io_close, CQ__WHY_IO);
-CQ__DISPATCH_UNSUPPORTED(dispatch_io_barrier, CQ__WHY_IO);
-CQ__DISPATCH_UNSUPPORTED(dispatch_io_get_descriptor, CQ__WHY_IO);
-CQ__DISPATCH_UNSUPPORTED(dispatch_io_set_high_water, CQ__WHY_IO);
-CQ__DISPATCH_UNSUPPORTED(dispatch_io_set_low_water, CQ__WHY_IO);
-CQ__DISPATCH_UNSUPPORTED(dispatch_io_set_interval, CQ__WHY_IO);
-#define dispatch_io_t cq_dispatch_unsupported_dispatch_io_t
-#define dispatch_io_type_t cq_dispatch_unsupported_dispatch_io_type_t
-#define dispatch_io_handler_t cq_dispatch_unsupported_dispatch_io_handler_t
-#define dispatch_io_close_flags_t cq_dispatch_unsupported_dispatch_io_close_flags_t
-#define dispatch_io_interval_flags_t cq_dispatch_unsupported_dispatch_io_interval_flags_t
-#define dispatch_read(...) (cq_dispatch_unsupported_dispatch_read)
-#define dispatch_write(...) (cq_dispatch_unsupported_dispatch_write)
-#define dispatch_io_create(...) (cq_dispatch_unsupported_dispatch_io_create)
-#define dispatch_io_create_with_path(...) (cq_dispatch_unsupported_dispatch_io_create_with_path)
-#define dispatch_io_create_with_io(...) (cq_dispatch_unsupported_dispatch_io_create_with_io)
-#define dispatch_io_read(...) (cq_dispatch_unsupported_dispatch_io_read)
-#define dispatch_io_write(...) (cq_dispatch_unsupported_dispatch_io_write)
-#define dispatch_io_close(...) (cq_dispatch_unsupported_dispatch_io_close)
-#define dispatch_io_barrier(...) (cq_dispatch_unsupported_dispatch_io_barrier)
-#define dispatch_io_get_descriptor(...) (cq_dispatch_unsupported_dispatch_io_get_descriptor)
-#define dispatch_io_set_high_water(...) (cq_dispatch_unsupported_dispatch_io_set_high_water)
-#define dispatch_io_set_low_water(...) (cq_dispatch_unsupported_dispatch_io_set_low_water)
-#define dispatch_io_set_interval(...) (cq_dispatch_unsupported_dispatch_io_set_interval)
 
 CQ__DISPATCH_UNSUPPORTED(dispatch_queue_get_qos_class, CQ__WHY_QOS);
 CQ__DISPATCH_UNSUPPORTED(dispatch_set_qos_class_floor, CQ__WHY_QOS);

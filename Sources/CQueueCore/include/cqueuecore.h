@@ -17,6 +17,8 @@
 #include <cqueuecore/apply.h>
 #include <cqueuecore/source.h>
 #include <cqueuecore/work_item.h>
+#include <cqueuecore/data.h>
+#include <cqueuecore/io.h>
 #include <cqueuecore/runtime.h>
 #include <cqueuecore/introspect.h>
 #include <cqueuecore/swift_support.h>

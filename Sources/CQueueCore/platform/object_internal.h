@@ -24,6 +24,8 @@ enum cq__kind {
     CQ__KIND_GROUP,
     CQ__KIND_SOURCE,
     CQ__KIND_WORK_ITEM,
+    CQ__KIND_DATA,
+    CQ__KIND_IO,
 };
 
 struct cq__object;

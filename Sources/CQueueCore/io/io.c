@@ -1,0 +1,610 @@
+/*
+ * Dispatch I/O channels: the object, its descriptor (opened lazily for a path), the order in
+ * which operations start, close, barriers and the cleanup handler. The operations themselves
+ * (reading, writing, delivering) are in io_op.c; the file engines in uring.c and io_pool.c.
+ *
+ * One mutex per channel guards the channel and its operations. Operations wait on a FIFO list
+ * and start when pump() lets them: nothing passes a barrier; on a stream channel reads start
+ * one after another (likewise writes); on a random channel they overlap. Work that must not
+ * run under the lock (starting operations, dropping references) is queued on the channel and
+ * done by cq__io_unlock.
+ *
+ * References: the creator's (xref); each operation holds an internal one until it is freed; a
+ * channel made with cq_io_create_with_io holds one on its parent, and the parent keeps its
+ * descriptor until that channel is cleaned up ("holders").
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/io_internal.h"
+#include "platform/diag_internal.h"
+
+static void io_xref_dispose(struct cq__object *o);
+static void io_dispose(struct cq__object *o);
+
+static const struct cq__class cq__io_class = {
+    .kind = CQ__KIND_IO,
+    .name = "I/O channel",
+    .xref_dispose = io_xref_dispose,
+    .dispose = io_dispose,
+};
+CQ__CLASS_REGISTER(cq__io_class)
+
+static struct cq_io_s *io_check(cq_io_t ch, const char *call)
+{
+    if (cq__unlikely(ch == NULL || ch->obj.cls != &cq__io_class)) {
+        return (struct cq_io_s *)cq__object_check(ch, CQ__KIND_IO, call); /* aborts */
+    }
+    return ch;
+}
+
+static cq_queue_t queue_or_default(cq_queue_t q)
+{
+    return q ? q : cq_get_global_queue(0, 0);
+}
+
+/* ---- the descriptor ----------------------------------------------------------------------- */
+
+/* Under the lock (or before the channel is shared): takes `fd` as the channel's descriptor. */
+static void ch_set_fd(struct cq_io_s *ch, int fd)
+{
+    ch->fd = fd;
+    ch->ready = true;
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        ch->err = EBADF;
+        ch->fd = -1;
+        return;
+    }
+    ch->is_file = S_ISREG(st.st_mode) || S_ISBLK(st.st_mode);
+    ch->is_sock = S_ISSOCK(st.st_mode);
+    off_t at = lseek(fd, 0, SEEK_CUR);
+    if (at < 0) {
+        at = 0;
+        if (ch->type == CQ_IO_RANDOM) {
+            ch->err = ESPIPE; /* as libdispatch: random access needs a seekable descriptor */
+        }
+    }
+    ch->base = ch->pos = at;
+    if (!ch->is_file && ch->parent == NULL) {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl >= 0 && !(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0) {
+            ch->set_nonblock = true;
+            ch->saved_flags = fl;
+        }
+    }
+}
+
+static void ch_pump(struct cq_io_s *ch);
+static void ch_maybe_cleanup(struct cq_io_s *ch);
+
+struct open_req {
+    struct cq__io_req req;
+    struct cq_io_s *ch;
+};
+
+/* On a pool thread: open(2) may wait for a disk or a network file system. */
+static void open_job(struct cq__io_req *req)
+{
+    struct open_req *o = (struct open_req *)req;
+    struct cq_io_s *ch = o->ch;
+    int fd;
+    do {
+        fd = open(ch->path, ch->oflag | O_CLOEXEC, ch->mode);
+    } while (fd < 0 && errno == EINTR);
+    int e = errno;
+    pthread_mutex_lock(&ch->lock);
+    ch->opening = false;
+    if (fd < 0) {
+        ch->ready = true;
+        ch->err = e;
+    } else {
+        ch->owns_fd = true;
+        ch_set_fd(ch, fd);
+    }
+    ch_pump(ch);
+    ch_maybe_cleanup(ch);
+    cq__io_unlock(ch);
+    cq__ref_release(&ch->obj);
+    free(o);
+}
+
+/* ---- creation ----------------------------------------------------------------------------- */
+
+static struct cq_io_s *ch_new(cq_io_type_t type, cq_queue_t queue, void *context,
+                              cq_io_cleanup_function_t cleanup, const char *call)
+{
+    if (type != CQ_IO_STREAM && type != CQ_IO_RANDOM) {
+        cq__report("%s: unknown channel type %lu (returning NULL)", call, type);
+        errno = EINVAL;
+        return NULL;
+    }
+    struct cq_io_s *ch = calloc(1, sizeof *ch);
+    if (ch == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    cq__object_init(&ch->obj, &cq__io_class);
+    pthread_mutex_init(&ch->lock, NULL);
+    ch->type = type;
+    ch->queue = queue_or_default(queue);
+    cq_retain(ch->queue);
+    ch->cleanup_ctx = context;
+    ch->cleanup = cleanup;
+    ch->fd = -1;
+    ch->high = SIZE_MAX;
+    ch->low = SIZE_MAX;
+    return ch;
+}
+
+cq_io_t cq_io_create_f(cq_io_type_t type, cq_fd_t fd, cq_queue_t queue, void *context,
+                       cq_io_cleanup_function_t cleanup)
+{
+    struct cq_io_s *ch = ch_new(type, queue, context, cleanup, "cq_io_create_f");
+    if (ch) {
+        ch_set_fd(ch, fd);
+    }
+    return ch;
+}
+
+cq_io_t cq_io_create_with_path_f(cq_io_type_t type, const char *path, int oflag, mode_t mode,
+                                 cq_queue_t queue, void *context, cq_io_cleanup_function_t cleanup)
+{
+    if (path == NULL || path[0] != '/') {
+        errno = EINVAL; /* as libdispatch: an absolute path */
+        return NULL;
+    }
+    struct cq_io_s *ch = ch_new(type, queue, context, cleanup, "cq_io_create_with_path_f");
+    if (ch) {
+        ch->path = strdup(path);
+        ch->oflag = oflag;
+        ch->mode = mode;
+        if (ch->path == NULL) {
+            ch->ready = true;
+            ch->err = ENOMEM;
+        }
+    }
+    return ch;
+}
+
+cq_io_t cq_io_create_with_io_f(cq_io_type_t type, cq_io_t io, cq_queue_t queue, void *context,
+                               cq_io_cleanup_function_t cleanup)
+{
+    struct cq_io_s *p = io_check(io, "cq_io_create_with_io_f");
+    struct cq_io_s *ch = ch_new(type, queue, context, cleanup, "cq_io_create_with_io_f");
+    if (ch == NULL) {
+        return NULL;
+    }
+    pthread_mutex_lock(&p->lock);
+    if (p->path && !p->ready) {
+        /* not opened yet: the new channel opens the same path itself */
+        ch->path = strdup(p->path);
+        ch->oflag = p->oflag;
+        ch->mode = p->mode;
+        if (ch->path == NULL) {
+            ch->ready = true;
+            ch->err = ENOMEM;
+        }
+        pthread_mutex_unlock(&p->lock);
+        return ch;
+    }
+    if (p->cleaned) {
+        ch->ready = true;
+        ch->err = p->err ? p->err : EBADF; /* its descriptor is gone */
+        pthread_mutex_unlock(&p->lock);
+        return ch;
+    }
+    ch->parent = p;
+    cq__ref_retain(&p->obj);
+    p->holders++;
+    ch->ready = true;
+    ch->err = p->err;
+    ch->fd = p->fd;
+    ch->is_file = p->is_file;
+    ch->is_sock = p->is_sock;
+    ch->base = ch->pos = p->base;
+    if (ch->type == CQ_IO_RANDOM && !ch->is_file && ch->err == 0) {
+        ch->err = ESPIPE;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return ch;
+}
+
+/* ---- scheduling ----------------------------------------------------------------------------- */
+
+/* Under the lock: lets waiting operations start (onto ch->to_start). */
+static void ch_pump(struct cq_io_s *ch)
+{
+    if (!ch->ready) {
+        if (!ch->opening && ch->wait_head && !ch->cleaned) {
+            struct open_req *o = calloc(1, sizeof *o);
+            if (o == NULL) {
+                ch->ready = true;
+                ch->err = ENOMEM;
+            } else {
+                ch->opening = true;
+                o->ch = ch;
+                o->req.job = open_job;
+                cq__ref_retain(&ch->obj);
+                cq__io_pool_submit(&o->req);
+                return;
+            }
+        } else {
+            return;
+        }
+    }
+    if (ch->active_barriers > 0) {
+        return; /* nothing starts while a barrier runs */
+    }
+    bool rblock = false, wblock = false, skipped = false;
+    struct cq__io_op **link = &ch->wait_head, *prev = NULL;
+    while (*link) {
+        struct cq__io_op *op = *link;
+        bool go;
+        if (op->kind == CQ__IO_OP_BARRIER) {
+            if (skipped || ch->active_n > 0) {
+                break;
+            }
+            go = true;
+        } else if (op->kind == CQ__IO_OP_READ) {
+            go = !(ch->type == CQ_IO_STREAM && (rblock || ch->active_reads > 0));
+            rblock |= !go;
+        } else {
+            go = !(ch->type == CQ_IO_STREAM && (wblock || ch->active_writes > 0));
+            wblock |= !go;
+        }
+        if (!go) {
+            skipped = true;
+            prev = op;
+            link = &op->next;
+            continue;
+        }
+        *link = op->next;
+        if (ch->wait_tail == op) {
+            ch->wait_tail = prev;
+        }
+        ch->active_n++;
+        ch->active_reads += op->kind == CQ__IO_OP_READ;
+        ch->active_writes += op->kind == CQ__IO_OP_WRITE;
+        ch->active_barriers += op->kind == CQ__IO_OP_BARRIER;
+        op->started = true;
+        op->stepping = true; /* the starter owns it until cq__io_op_start has run */
+        op->anext = ch->active;
+        ch->active = op;
+        op->next = ch->to_start;
+        ch->to_start = op;
+        if (op->kind == CQ__IO_OP_BARRIER) {
+            break; /* nothing after it starts before it has returned */
+        }
+    }
+}
+
+void cq__io_op_retire(struct cq_io_s *ch, struct cq__io_op *op)
+{
+    if (!op->started) {
+        return;
+    }
+    op->started = false;
+    ch->active_n--;
+    ch->active_reads -= op->kind == CQ__IO_OP_READ;
+    ch->active_writes -= op->kind == CQ__IO_OP_WRITE;
+    ch->active_barriers -= op->kind == CQ__IO_OP_BARRIER;
+    for (struct cq__io_op **l = &ch->active; *l; l = &(*l)->anext) {
+        if (*l == op) {
+            *l = op->anext;
+            break;
+        }
+    }
+    ch_pump(ch);
+}
+
+void cq__io_unlock(struct cq_io_s *ch)
+{
+    struct cq__io_op *start = ch->to_start, *unref = ch->to_unref;
+    bool release_parent = ch->release_parent;
+    ch->to_start = ch->to_unref = NULL;
+    ch->release_parent = false;
+    pthread_mutex_unlock(&ch->lock);
+    /* started in submission order (the list is reversed) */
+    struct cq__io_op *rev = NULL;
+    while (start) {
+        struct cq__io_op *n = start->next;
+        start->next = rev;
+        rev = start;
+        start = n;
+    }
+    while (rev) {
+        struct cq__io_op *n = rev->next;
+        rev->next = NULL;
+        cq__io_op_start(rev);
+        rev = n;
+    }
+    if (release_parent) {
+        struct cq_io_s *p = ch->parent;
+        pthread_mutex_lock(&p->lock);
+        p->holders--;
+        ch_maybe_cleanup(p);
+        cq__io_unlock(p);
+    }
+    while (unref) { /* last: may free the channel */
+        struct cq__io_op *n = unref->unext;
+        cq__io_op_unref(unref);
+        unref = n;
+    }
+}
+
+void cq__io_op_unref(struct cq__io_op *op)
+{
+    /* acq_rel: whatever each holder did happens-before the free; pairs with the other
+     * holders' acq_rel sub (the last one acquires them all) */
+    if (cq__sub(&op->refs, 1, acq_rel) != 1) {
+        return;
+    }
+    struct cq_io_s *ch = op->ch;
+    if (op->acc) {
+        cq_release(op->acc);
+    }
+    if (op->rest) {
+        cq_release(op->rest);
+    }
+    free(op->buf);
+    if (op->src) {
+        cq_release(op->src); /* its cancel handler has run (it held a reference to us) */
+    }
+    if (op->timer) {
+        cq_release(op->timer);
+    }
+    if (op->queue) {
+        cq_release(op->queue);
+    }
+    free(op);
+    pthread_mutex_lock(&ch->lock);
+    ch->outstanding--;
+    ch_maybe_cleanup(ch);
+    cq__io_unlock(ch);
+    cq__ref_release(&ch->obj);
+}
+
+/* ---- cleanup -------------------------------------------------------------------------------- */
+
+struct cleanup_call {
+    void *ctx;
+    cq_io_cleanup_function_t fn;
+    int error;
+};
+
+static void cleanup_run(void *ctx)
+{
+    struct cleanup_call *c = ctx;
+    c->fn(c->ctx, c->error);
+    free(c);
+}
+
+/* Under the lock: once closed (or released) and idle, the descriptor is given back. */
+static void ch_maybe_cleanup(struct cq_io_s *ch)
+{
+    if (ch->cleaned || !(ch->closed || ch->released) || ch->outstanding > 0 || ch->holders > 0 ||
+        ch->opening) {
+        return;
+    }
+    ch->cleaned = true;
+    if (ch->fd >= 0 && ch->parent == NULL) {
+        if (ch->type == CQ_IO_STREAM && ch->is_file && !ch->owns_fd) {
+            lseek(ch->fd, ch->pos, SEEK_SET); /* where reads and writes left it */
+        }
+        if (ch->set_nonblock) {
+            fcntl(ch->fd, F_SETFL, ch->saved_flags);
+        }
+        if (ch->owns_fd) {
+            close(ch->fd);
+        }
+    }
+    ch->fd = -1;
+    if (ch->parent) {
+        ch->release_parent = true;
+    }
+    if (ch->cleanup) {
+        struct cleanup_call *c = malloc(sizeof *c);
+        if (c == NULL) {
+            cq__crash("out of memory calling an I/O channel's cleanup handler");
+        }
+        *c = (struct cleanup_call){.ctx = ch->cleanup_ctx, .fn = ch->cleanup, .error = ch->err};
+        ch->cleanup = NULL;
+        cq_async_f(ch->queue, c, cleanup_run);
+    }
+}
+
+static void io_xref_dispose(struct cq__object *o)
+{
+    struct cq_io_s *ch = (struct cq_io_s *)o;
+    pthread_mutex_lock(&ch->lock);
+    ch->released = true;
+    ch_maybe_cleanup(ch);
+    cq__io_unlock(ch);
+}
+
+static void io_dispose(struct cq__object *o)
+{
+    struct cq_io_s *ch = (struct cq_io_s *)o;
+    cq_function_t fin = o->finalizer;
+    void *ctx = o->context;
+    cq_queue_t q = ch->queue;
+    struct cq_io_s *parent = ch->parent;
+    pthread_mutex_destroy(&ch->lock);
+    free(ch->path);
+    o->cls = NULL;
+    free(ch);
+    if (fin && ctx) {
+        cq_async_f(q, ctx, fin);
+    }
+    cq_release(q);
+    if (parent) {
+        cq__ref_release(&parent->obj);
+    }
+}
+
+/* ---- operations ----------------------------------------------------------------------------- */
+
+static struct cq__io_op *op_new(struct cq_io_s *ch, int kind, cq_queue_t queue, void *ctx)
+{
+    struct cq__io_op *op = calloc(1, sizeof *op);
+    if (op == NULL) {
+        cq__crash("out of memory submitting an I/O operation");
+    }
+    op->ch = ch;
+    op->kind = kind;
+    atomic_init(&op->refs, 1);
+    op->queue = queue_or_default(queue);
+    cq_retain(op->queue);
+    op->ctx = ctx;
+    cq__ref_retain(&ch->obj);
+    return op;
+}
+
+/* Queues `op` on the channel, or ends it at once if the channel is closed. */
+static void op_submit(struct cq_io_s *ch, struct cq__io_op *op)
+{
+    pthread_mutex_lock(&ch->lock);
+    ch->outstanding++;
+    op->low = ch->low;
+    op->high = ch->high;
+    op->low_set = ch->low_set;
+    op->interval = ch->interval;
+    op->strict = ch->strict;
+    if (ch->closed && op->kind != CQ__IO_OP_BARRIER) {
+        cq__io_op_finish(op, NULL, ECANCELED);
+    } else {
+        if (ch->wait_tail) {
+            ch->wait_tail->next = op;
+        } else {
+            ch->wait_head = op;
+        }
+        ch->wait_tail = op;
+        ch_pump(ch);
+    }
+    cq__io_unlock(ch);
+}
+
+void cq_io_read_f(cq_io_t channel, off_t offset, size_t length, cq_queue_t queue, void *context,
+                  cq_io_handler_function_t handler)
+{
+    struct cq_io_s *ch = io_check(channel, "cq_io_read_f");
+    if (handler == NULL) {
+        cq__crash("cq_io_read_f: NULL handler");
+    }
+    struct cq__io_op *op = op_new(ch, CQ__IO_OP_READ, queue, context);
+    op->handler = handler;
+    op->offset = offset;
+    op->want = length;
+    op->acc = cq_data_empty;
+    op_submit(ch, op);
+}
+
+void cq_io_write_f(cq_io_t channel, off_t offset, cq_data_t data, cq_queue_t queue, void *context,
+                   cq_io_handler_function_t handler)
+{
+    struct cq_io_s *ch = io_check(channel, "cq_io_write_f");
+    if (handler == NULL || data == NULL) {
+        cq__crash("cq_io_write_f: NULL %s", handler ? "data" : "handler");
+    }
+    struct cq__io_op *op = op_new(ch, CQ__IO_OP_WRITE, queue, context);
+    op->handler = handler;
+    op->offset = offset;
+    cq_retain(data);
+    op->rest = data;
+    op_submit(ch, op);
+}
+
+void cq_io_barrier_f(cq_io_t channel, void *context, cq_function_t barrier)
+{
+    struct cq_io_s *ch = io_check(channel, "cq_io_barrier_f");
+    if (barrier == NULL) {
+        cq__crash("cq_io_barrier_f: NULL barrier");
+    }
+    struct cq__io_op *op = op_new(ch, CQ__IO_OP_BARRIER, ch->queue, context);
+    op->barrier = barrier;
+    op_submit(ch, op);
+}
+
+void cq_io_close(cq_io_t channel, cq_io_close_flags_t flags)
+{
+    struct cq_io_s *ch = io_check(channel, "cq_io_close");
+    if (flags & ~(cq_io_close_flags_t)CQ_IO_STOP) {
+        cq__crash("cq_io_close: unknown flags 0x%lx", flags);
+    }
+    pthread_mutex_lock(&ch->lock);
+    ch->closed = true;
+    if ((flags & CQ_IO_STOP) && !ch->stopped) {
+        ch->stopped = true;
+        /* waiting operations end now (barriers still run, in order) */
+        struct cq__io_op **link = &ch->wait_head, *prev = NULL;
+        while (*link) {
+            struct cq__io_op *op = *link;
+            if (op->kind == CQ__IO_OP_BARRIER) {
+                prev = op;
+                link = &op->next;
+                continue;
+            }
+            *link = op->next;
+            op->next = NULL;
+            cq__io_op_finish(op, NULL, ECANCELED);
+        }
+        ch->wait_tail = prev;
+        for (struct cq__io_op *op = ch->active; op;) {
+            struct cq__io_op *n = op->anext;
+            cq__io_op_stop(op);
+            op = n;
+        }
+        ch_pump(ch);
+    }
+    ch_maybe_cleanup(ch);
+    cq__io_unlock(ch);
+}
+
+cq_fd_t cq_io_get_descriptor(cq_io_t channel)
+{
+    struct cq_io_s *ch = io_check(channel, "cq_io_get_descriptor");
+    pthread_mutex_lock(&ch->lock);
+    int fd = ch->ready && !ch->cleaned && ch->err == 0 ? ch->fd : -1;
+    pthread_mutex_unlock(&ch->lock);
+    return fd;
+}
+
+void cq_io_set_high_water(cq_io_t channel, size_t high_water)
+{
+    struct cq_io_s *ch = io_check(channel, "cq_io_set_high_water");
+    pthread_mutex_lock(&ch->lock);
+    ch->high = high_water ? high_water : 1;
+    if (ch->low_set && ch->low > ch->high) {
+        ch->low = ch->high;
+    }
+    pthread_mutex_unlock(&ch->lock);
+}
+
+void cq_io_set_low_water(cq_io_t channel, size_t low_water)
+{
+    struct cq_io_s *ch = io_check(channel, "cq_io_set_low_water");
+    pthread_mutex_lock(&ch->lock);
+    ch->low = low_water;
+    ch->low_set = true;
+    if (ch->high < low_water) {
+        ch->high = low_water;
+    }
+    pthread_mutex_unlock(&ch->lock);
+}
+
+void cq_io_set_interval(cq_io_t channel, uint64_t interval, cq_io_interval_flags_t flags)
+{
+    struct cq_io_s *ch = io_check(channel, "cq_io_set_interval");
+    if (flags & ~(cq_io_interval_flags_t)CQ_IO_STRICT_INTERVAL) {
+        cq__crash("cq_io_set_interval: unknown flags 0x%lx", flags);
+    }
+    pthread_mutex_lock(&ch->lock);
+    ch->interval = interval;
+    ch->strict = (flags & CQ_IO_STRICT_INTERVAL) != 0;
+    pthread_mutex_unlock(&ch->lock);
+}

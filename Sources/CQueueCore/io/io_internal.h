@@ -1,0 +1,153 @@
+/*
+ * Dispatch I/O internals: the file engines (uring.c, io_pool.c) under the channels (io.c,
+ * io_op.c, io_stream.c).
+ *
+ * A request (struct cq__io_req) is one positioned read or write of a regular file, or one
+ * blocking job (open()). cq__io_file_submit hands it to the engine chosen once per process:
+ *   io_uring  one ring, owned by the "cq-io" thread, which waits for completions; any thread
+ *             submits (under the ring's lock); completions are called on the cq-io thread.
+ *   threads   where io_uring_setup fails (or CQ_IO_URING=0 in the environment, read once): up
+ *             to CQ__IO_POOL_MAX "cq-io-pool" threads doing blocking preadv/pwritev.
+ * Blocking jobs always run on the pool. `done` runs on an engine thread: it must not block.
+ */
+#ifndef CQ_IO_INTERNAL_H
+#define CQ_IO_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "platform/atomic_internal.h"
+
+#define CQ__IO_POOL_MAX 3
+
+struct cq__io_req {
+    struct cq__io_req *next; /* engine queue link */
+    int fd;
+    bool write;
+    void *buf;
+    size_t len;
+    uint64_t offset;
+    /* a blocking job instead of a read or write: job(req) runs on a pool thread */
+    void (*job)(struct cq__io_req *req);
+    /* the result: bytes transferred (0: end of file), or -errno */
+    void (*done)(struct cq__io_req *req, ssize_t result);
+};
+
+/* uring.c: hands `req` to the engine; `done` is called exactly once, on an engine thread. */
+CQ_INTERNAL void cq__io_file_submit(struct cq__io_req *req);
+/* "io_uring" or "threads" (chooses the engine if not chosen yet). */
+CQ_INTERNAL const char *cq__io_file_engine(void);
+
+/* io_pool.c: runs req->job(req), or the blocking read/write, on a pool thread. */
+CQ_INTERNAL void cq__io_pool_submit(struct cq__io_req *req);
+
+/* ---- channels and operations (io.c, io_op.c) ------------------------------------------- */
+
+#include <pthread.h>
+
+#include <cqueuecore/io.h>
+#include <cqueuecore/source.h>
+
+#include "platform/object_internal.h"
+
+enum { CQ__IO_OP_READ, CQ__IO_OP_WRITE, CQ__IO_OP_BARRIER };
+
+/* One handler call waiting to run (the op's deliveries run one at a time, in order). */
+struct cq__io_delivery {
+    struct cq__io_delivery *next;
+    bool done;
+    cq_data_t data; /* owned; NULL allowed */
+    int error;
+};
+
+/*
+ * An operation. Everything but `refs` is under its channel's lock. References: one while it
+ * is not finished ("life", dropped after finishing), one per queued delivery run, one per
+ * source (reader/writer, interval timer) until its cancel handler ran. The last one frees it
+ * (io.c: cq__io_op_unref), and only then does the channel count it as gone.
+ */
+struct cq__io_op {
+    struct cq__io_op *next;  /* waiting list, then the channel's deferred lists */
+    struct cq__io_op *anext; /* active list */
+    struct cq__io_op *unext; /* the channel's to_unref list */
+    struct cq_io_s *ch;
+    int kind;
+    _Atomic int refs;
+    cq_queue_t queue; /* handlers (barrier: the channel's) */
+    void *ctx;
+    cq_io_handler_function_t handler;
+    cq_function_t barrier;
+    /* policies, taken when submitted */
+    size_t low, high;
+    bool low_set, strict;
+    uint64_t interval;
+    /* progress */
+    int64_t offset;  /* files: where the next read/write goes; random: relative until start */
+    size_t want;     /* read: bytes still wanted (SIZE_MAX: to EOF) */
+    size_t progress; /* write: bytes written since the last partial delivery */
+    cq_data_t acc;   /* read: read, not delivered yet */
+    cq_data_t rest;  /* write: not written yet */
+    bool started, finished, stopped, stepping, again, inflight, final_queued;
+    /* deliveries */
+    struct cq__io_delivery *dq_head, *dq_tail;
+    bool delivering;
+    /* engines */
+    struct cq__io_req req;
+    void *buf;
+    size_t buf_len;
+    cq_source_t src, timer;
+};
+
+struct cq_io_s {
+    struct cq__object obj;
+    pthread_mutex_t lock;
+    cq_io_type_t type;
+    cq_queue_t queue; /* cleanup handler, barriers (retained) */
+    void *cleanup_ctx;
+    cq_io_cleanup_function_t cleanup;
+    struct cq_io_s *parent; /* cq_io_create_with_io: the channel whose descriptor we use */
+    char *path;             /* path channels: opened lazily */
+    int oflag;
+    mode_t mode;
+    /* the descriptor, once ready */
+    int fd;
+    int err; /* the error operations fail with (EBADF, the open errno), 0 if usable */
+    bool ready, opening, owns_fd, is_file, is_sock, set_nonblock;
+    int saved_flags;
+    int64_t base; /* the position at creation (random offsets are relative to it) */
+    int64_t pos;  /* stream channels on files: the next position */
+    /* policies */
+    size_t low, high;
+    bool low_set, strict;
+    uint64_t interval;
+    /* state */
+    bool closed, stopped, released, cleaned;
+    unsigned holders;     /* channels made with cq_io_create_with_io on our descriptor */
+    unsigned outstanding; /* operations submitted and not freed */
+    unsigned active_reads, active_writes, active_n;
+    unsigned active_barriers; /* a running barrier: nothing else starts */
+    struct cq__io_op *wait_head, *wait_tail, *active;
+    struct cq__io_op *to_start, *to_unref; /* done by cq__io_unlock */
+    bool release_parent;
+};
+
+/* io.c */
+CQ_INTERNAL void cq__io_unlock(struct cq_io_s *ch);
+CQ_INTERNAL void cq__io_op_unref(struct cq__io_op *op);
+/* An operation's I/O is over (under the lock): out of the active counts, others may start. */
+CQ_INTERNAL void cq__io_op_retire(struct cq_io_s *ch, struct cq__io_op *op);
+
+/* io_op.c (under the channel lock unless noted) */
+CQ_INTERNAL void cq__io_deliver(struct cq__io_op *op, bool done, cq_data_t data, int error);
+/* Ends the operation: the done call with `data` (owned) and `error`. */
+CQ_INTERNAL void cq__io_op_finish(struct cq__io_op *op, cq_data_t data, int error);
+/* Ends it with an error after delivering what was read (reads) or with the rest (writes). */
+CQ_INTERNAL void cq__io_op_fail(struct cq__io_op *op, int error);
+/* Starts an operation the channel has let go (not under the lock; `stepping` is set). */
+CQ_INTERNAL void cq__io_op_start(struct cq__io_op *op);
+/* A stop reached an active operation. */
+CQ_INTERNAL void cq__io_op_stop(struct cq__io_op *op);
+
+#endif /* CQ_IO_INTERNAL_H */

@@ -1,0 +1,585 @@
+/*
+ * Dispatch I/O operations: reading and writing, on the reactor for pipes and sockets (non-
+ * blocking calls, a READ/WRITE source when the descriptor would block) or through the file
+ * engine for regular files; partial deliveries by the water marks and the interval; the
+ * handler calls, one at a time and in order, on the operation's queue.
+ *
+ * `stepping` marks the one thread that drives the operation's I/O at a time (a step of a
+ * stream, the gap between a file completion and its next request): a stop that finds it set
+ * leaves the ending to that thread. `inflight`: a file request is in the engine.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "io/io_internal.h"
+#include "platform/diag_internal.h"
+
+#define FILE_CHUNK ((size_t)1 << 20)    /* one file request */
+#define STREAM_FIRST ((size_t)64 << 10) /* a stream's first read buffer (a pipe's capacity) */
+#define STREAM_MAX ((size_t)1 << 20)    /* doubled up to this while reads fill it */
+#define WRITE_IOVS 16
+
+static size_t min3(size_t a, size_t b, size_t c)
+{
+    size_t m = a < b ? a : b;
+    return m < c ? m : c;
+}
+
+/* ---- read buffers ------------------------------------------------------------------------
+ * Buffers of exactly FILE_CHUNK bytes come back here when the data object made of them is
+ * released (its destructor, run on the default global queue), so a long read reuses a few
+ * mapped, already-faulted megabytes instead of mapping fresh ones for every piece. */
+
+#define BUF_CACHE 16
+
+static pthread_mutex_t buf_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *buf_cache[BUF_CACHE];
+static int buf_cached;
+
+static void *buf_get(size_t size)
+{
+    void *b = NULL;
+    if (size == FILE_CHUNK) {
+        pthread_mutex_lock(&buf_lock);
+        if (buf_cached > 0) {
+            b = buf_cache[--buf_cached];
+        }
+        pthread_mutex_unlock(&buf_lock);
+    }
+    if (b == NULL) {
+        b = malloc(size);
+        if (b == NULL) {
+            cq__crash("out of memory for a read buffer");
+        }
+    }
+    return b;
+}
+
+static void buf_recycle(void *b)
+{
+    pthread_mutex_lock(&buf_lock);
+    if (buf_cached < BUF_CACHE) {
+        buf_cache[buf_cached++] = b;
+        b = NULL;
+    }
+    pthread_mutex_unlock(&buf_lock);
+    free(b);
+}
+
+static void op_ref(struct cq__io_op *op)
+{
+    cq__add(&op->refs, 1, relaxed); /* the caller holds one */
+}
+
+/* ---- deliveries ----------------------------------------------------------------------------- */
+
+static void delivery_run(void *ctx)
+{
+    struct cq__io_op *op = ctx;
+    struct cq_io_s *ch = op->ch;
+    for (;;) {
+        pthread_mutex_lock(&ch->lock);
+        struct cq__io_delivery *d = op->dq_head;
+        if (d == NULL) {
+            op->delivering = false;
+            pthread_mutex_unlock(&ch->lock);
+            break;
+        }
+        op->dq_head = d->next;
+        if (op->dq_head == NULL) {
+            op->dq_tail = NULL;
+        }
+        pthread_mutex_unlock(&ch->lock);
+        op->handler(op->ctx, d->done, d->data, d->error);
+        if (d->data) {
+            cq_release(d->data);
+        }
+        free(d);
+    }
+    cq__io_op_unref(op);
+}
+
+void cq__io_deliver(struct cq__io_op *op, bool done, cq_data_t data, int error)
+{
+    struct cq__io_delivery *d = malloc(sizeof *d);
+    if (d == NULL) {
+        cq__crash("out of memory delivering I/O results");
+    }
+    *d = (struct cq__io_delivery){.done = done, .data = data, .error = error};
+    if (op->dq_tail) {
+        op->dq_tail->next = d;
+    } else {
+        op->dq_head = d;
+    }
+    op->dq_tail = d;
+    if (!op->delivering) {
+        op->delivering = true;
+        op_ref(op);
+        cq_async_f(op->queue, op, delivery_run);
+    }
+}
+
+void cq__io_op_finish(struct cq__io_op *op, cq_data_t data, int error)
+{
+    struct cq_io_s *ch = op->ch;
+    if (op->finished) {
+        if (data) {
+            cq_release(data);
+        }
+        return;
+    }
+    op->finished = true;
+    if (op->kind != CQ__IO_OP_BARRIER) {
+        cq__io_deliver(op, true, data, error);
+    }
+    if (op->timer) {
+        cq_source_cancel(op->timer);
+    }
+    if (op->src) {
+        cq_source_cancel(op->src);
+    }
+    cq__io_op_retire(ch, op);
+    op->unext = ch->to_unref; /* its life reference */
+    ch->to_unref = op;
+}
+
+void cq__io_op_fail(struct cq__io_op *op, int error)
+{
+    if (op->kind == CQ__IO_OP_READ) {
+        if (op->acc && cq_data_get_size(op->acc) > 0) {
+            cq__io_deliver(op, false, op->acc, 0);
+            op->acc = cq_data_empty;
+        }
+        cq__io_op_finish(op, NULL, error);
+    } else if (op->kind == CQ__IO_OP_WRITE) {
+        cq_data_t rest = op->rest;
+        op->rest = NULL;
+        cq__io_op_finish(op, rest, error);
+    } else {
+        cq__io_op_finish(op, NULL, error);
+    }
+}
+
+void cq__io_op_stop(struct cq__io_op *op)
+{
+    op->stopped = true;
+    if (op->kind != CQ__IO_OP_BARRIER && !op->stepping && !op->inflight) {
+        cq__io_op_fail(op, ECANCELED);
+    }
+}
+
+/* ---- progress (under the lock) ----------------------------------------------------------- */
+
+static size_t low_of(const struct cq__io_op *op)
+{
+    return op->low_set ? op->low : 1;
+}
+
+/* `n` bytes were read into op->buf (of op->buf_len): they become data. */
+static void read_got(struct cq__io_op *op, size_t n)
+{
+    void *b = op->buf;
+    cq_function_t release = CQ_DATA_DESTRUCTOR_FREE;
+    if (n < op->buf_len / 2 && op->buf_len > 4096) {
+        void *s = realloc(b, n);
+        b = s ? s : b;
+    } else if (op->buf_len == FILE_CHUNK) {
+        release = buf_recycle;
+    }
+    op->buf = NULL;
+    cq_data_t d = cq_data_create_f(b, n, NULL, release);
+    if (d == NULL) {
+        cq__crash("out of memory wrapping read bytes");
+    }
+    cq_data_t acc = cq_data_create_concat(op->acc, d);
+    cq_release(op->acc);
+    cq_release(d);
+    op->acc = acc;
+    if (op->want != SIZE_MAX) {
+        op->want -= n;
+    }
+    size_t size = cq_data_get_size(acc);
+    while (op->high != SIZE_MAX && (size > op->high || (size == op->high && op->want != 0))) {
+        cq_data_t part = cq_data_create_subrange(op->acc, 0, op->high);
+        cq_data_t rest = cq_data_create_subrange(op->acc, op->high, SIZE_MAX);
+        cq_release(op->acc);
+        op->acc = rest;
+        size -= op->high;
+        cq__io_deliver(op, false, part, 0);
+    }
+    if (op->want == 0) {
+        cq_data_t last = op->acc;
+        op->acc = NULL;
+        cq__io_op_finish(op, last, 0);
+    } else if (op->interval == 0 && size > 0 && size >= low_of(op)) {
+        cq__io_deliver(op, false, op->acc, 0);
+        op->acc = cq_data_empty;
+    }
+}
+
+static void read_eof(struct cq__io_op *op)
+{
+    if (cq_data_get_size(op->acc) > 0) {
+        cq__io_deliver(op, false, op->acc, 0);
+        op->acc = cq_data_empty;
+    }
+    cq__io_op_finish(op, cq_data_empty, 0);
+}
+
+static void write_done(struct cq__io_op *op, size_t n)
+{
+    cq_data_t rest = cq_data_create_subrange(op->rest, n, SIZE_MAX);
+    cq_release(op->rest);
+    op->rest = rest;
+    op->progress += n;
+    if (cq_data_get_size(rest) == 0) {
+        cq_release(rest);
+        op->rest = NULL;
+        cq__io_op_finish(op, NULL, 0);
+        return;
+    }
+    size_t trigger = op->low_set ? op->low : SIZE_MAX;
+    trigger = trigger < op->high ? trigger : op->high;
+    if (op->interval == 0 && op->progress >= trigger) {
+        cq_retain(rest);
+        cq__io_deliver(op, false, rest, 0);
+        op->progress = 0;
+    }
+}
+
+/* ---- interval --------------------------------------------------------------------------- */
+
+static void interval_fire(void *ctx)
+{
+    struct cq__io_op *op = ctx;
+    struct cq_io_s *ch = op->ch;
+    pthread_mutex_lock(&ch->lock);
+    if (!op->finished) {
+        if (op->kind == CQ__IO_OP_READ) {
+            size_t size = cq_data_get_size(op->acc);
+            if (op->strict || (size > 0 && size >= low_of(op))) {
+                cq__io_deliver(op, false, op->acc, 0);
+                op->acc = cq_data_empty;
+            }
+        } else if (op->strict || (op->progress > 0 && op->progress >= low_of(op))) {
+            cq_retain(op->rest);
+            cq__io_deliver(op, false, op->rest, 0);
+            op->progress = 0;
+        }
+    }
+    cq__io_unlock(ch);
+}
+
+static void source_gone(void *ctx)
+{
+    cq__io_op_unref(ctx);
+}
+
+/* Makes a source on behalf of `op` (its handler: fn(op)); NULL with errno on failure. */
+static cq_source_t op_source(struct cq__io_op *op, cq_source_type_t type, uintptr_t handle,
+                             cq_function_t fn)
+{
+    cq_source_t s = cq_source_create(type, handle, 0, cq_get_global_queue(0, 0));
+    if (s == NULL) {
+        return NULL;
+    }
+    op_ref(op); /* dropped by the cancel handler */
+    cq_source_set_event_handler_ctx_f(s, op, fn, NULL);
+    cq_source_set_cancel_handler_ctx_f(s, op, source_gone, NULL);
+    return s;
+}
+
+/* ---- streams: pipes, sockets, terminals ------------------------------------------------------ */
+
+static void stream_step(struct cq__io_op *op, bool owned);
+
+static void stream_event(void *ctx)
+{
+    stream_step(ctx, false);
+}
+
+static void stream_step(struct cq__io_op *op, bool owned)
+{
+    struct cq_io_s *ch = op->ch;
+    pthread_mutex_lock(&ch->lock);
+    if (!owned) {
+        if (op->stepping) {
+            op->again = true;
+            pthread_mutex_unlock(&ch->lock);
+            return;
+        }
+        op->stepping = true;
+    }
+    bool want_source = false;
+    for (;;) {
+        op->again = false;
+        if (op->finished) {
+            break;
+        }
+        if (op->stopped) {
+            cq__io_op_fail(op, ECANCELED);
+            break;
+        }
+        int fd = ch->fd;
+        ssize_t r;
+        int e;
+        if (op->kind == CQ__IO_OP_READ) {
+            if (op->buf == NULL) {
+                if (op->buf_len == 0) {
+                    op->buf_len = STREAM_FIRST;
+                }
+                op->buf = buf_get(op->buf_len);
+            }
+            size_t n = min3(op->want, op->high, op->buf_len);
+            pthread_mutex_unlock(&ch->lock);
+            r = read(fd, op->buf, n);
+            e = errno;
+            pthread_mutex_lock(&ch->lock);
+            if (r > 0) {
+                size_t cap = op->buf_len;
+                read_got(op, (size_t)r);
+                if ((size_t)r == cap && cap < STREAM_MAX) {
+                    op->buf_len = cap * 2;
+                }
+                continue;
+            }
+            if (r == 0) {
+                read_eof(op);
+                break;
+            }
+        } else {
+            struct iovec iov[WRITE_IOVS];
+            int cnt = 0;
+            size_t total = 0, regions = cq_data_get_region_count(op->rest);
+            for (size_t i = 0; i < regions && cnt < WRITE_IOVS && total < op->high; i++) {
+                size_t sz;
+                const void *p = cq_data_get_region(op->rest, i, &sz, NULL);
+                if (sz > op->high - total) {
+                    sz = op->high - total;
+                }
+                iov[cnt].iov_base = (void *)(uintptr_t)p;
+                iov[cnt].iov_len = sz;
+                total += sz;
+                cnt++;
+            }
+            pthread_mutex_unlock(&ch->lock);
+            if (ch->is_sock) {
+                struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)cnt};
+                r = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+            } else {
+                r = writev(fd, iov, cnt);
+            }
+            e = errno;
+            pthread_mutex_lock(&ch->lock);
+            if (r > 0) {
+                write_done(op, (size_t)r);
+                continue;
+            }
+            if (r == 0) {
+                e = EIO;
+            }
+        }
+        if (e == EINTR) {
+            continue;
+        }
+        if (e == EAGAIN || e == EWOULDBLOCK) {
+            if (op->again) {
+                continue;
+            }
+            want_source = op->src == NULL;
+            break;
+        }
+        cq__io_op_fail(op, e);
+        break;
+    }
+    op->stepping = false;
+    if (want_source) {
+        op->stepping = true; /* ours until the source is in place */
+    }
+    int fd = ch->fd;
+    cq__io_unlock(ch);
+    if (!want_source) {
+        return;
+    }
+    cq_source_t s =
+        op_source(op, op->kind == CQ__IO_OP_READ ? CQ_SOURCE_TYPE_READ : CQ_SOURCE_TYPE_WRITE,
+                  (uintptr_t)fd, stream_event);
+    int e = errno;
+    pthread_mutex_lock(&ch->lock);
+    op->stepping = false;
+    if (s == NULL) {
+        cq__io_op_fail(op, e == EBADF ? EBADF : e);
+        cq__io_unlock(ch);
+        return;
+    }
+    cq_retain(s); /* the operation's (released when it is freed); ours lasts past activation */
+    op->src = s;
+    bool finished = op->finished, stopped = op->stopped;
+    if (stopped) {
+        cq__io_op_fail(op, ECANCELED);
+    }
+    cq__io_unlock(ch);
+    cq_activate(s);
+    if (finished) {
+        cq_source_cancel(s);
+    }
+    cq_release(s); /* its handler may have finished the operation (and freed it) by now */
+    /* the source reports the descriptor ready at once if it became ready meanwhile */
+}
+
+/* ---- regular files ----------------------------------------------------------------------- */
+
+static void file_completed(struct cq__io_req *req, ssize_t res);
+
+/* Issues the next request. Called owning the operation (`stepping`), not under the lock. */
+static void file_step(struct cq__io_op *op)
+{
+    struct cq_io_s *ch = op->ch;
+    pthread_mutex_lock(&ch->lock);
+    op->stepping = false;
+    if (op->finished) {
+        cq__io_unlock(ch);
+        return;
+    }
+    if (op->stopped) {
+        cq__io_op_fail(op, ECANCELED);
+        cq__io_unlock(ch);
+        return;
+    }
+    struct cq__io_req *r = &op->req;
+    *r = (struct cq__io_req){.fd = ch->fd, .offset = (uint64_t)op->offset, .done = file_completed};
+    if (op->kind == CQ__IO_OP_READ) {
+        size_t n = min3(op->want, op->high, FILE_CHUNK);
+        if (op->buf == NULL) {
+            op->buf = buf_get(n);
+            op->buf_len = n;
+        }
+        r->buf = op->buf;
+        r->len = n < op->buf_len ? n : op->buf_len;
+    } else {
+        size_t sz;
+        const void *p = cq_data_get_region(op->rest, 0, &sz, NULL);
+        r->write = true;
+        r->buf = (void *)(uintptr_t)p;
+        r->len = min3(sz, op->high, FILE_CHUNK);
+    }
+    op->inflight = true;
+    pthread_mutex_unlock(&ch->lock);
+    cq__io_file_submit(r);
+}
+
+static void file_completed(struct cq__io_req *req, ssize_t res)
+{
+    struct cq__io_op *op = (struct cq__io_op *)((char *)req - offsetof(struct cq__io_op, req));
+    struct cq_io_s *ch = op->ch;
+    pthread_mutex_lock(&ch->lock);
+    op->inflight = false;
+    if (res == -EAGAIN) {
+        /* interrupted: again */
+    } else if (res < 0) {
+        cq__io_op_fail(op, (int)-res);
+    } else if (op->kind == CQ__IO_OP_READ) {
+        if (res == 0) {
+            read_eof(op);
+        } else {
+            op->offset += res;
+            if (ch->type == CQ_IO_STREAM) {
+                ch->pos = op->offset;
+            }
+            read_got(op, (size_t)res);
+        }
+    } else if (res == 0) {
+        cq__io_op_fail(op, EIO);
+    } else {
+        op->offset += res;
+        if (ch->type == CQ_IO_STREAM) {
+            ch->pos = op->offset;
+        }
+        write_done(op, (size_t)res);
+    }
+    bool more = !op->finished;
+    if (more && op->stopped) {
+        cq__io_op_fail(op, ECANCELED);
+        more = false;
+    }
+    op->stepping = more;
+    cq__io_unlock(ch);
+    if (more) {
+        file_step(op);
+    }
+}
+
+/* ---- start ------------------------------------------------------------------------------- */
+
+static void barrier_run(void *ctx)
+{
+    struct cq__io_op *op = ctx;
+    struct cq_io_s *ch = op->ch;
+    op->barrier(op->ctx);
+    pthread_mutex_lock(&ch->lock);
+    cq__io_op_finish(op, NULL, 0);
+    cq__io_unlock(ch);
+}
+
+void cq__io_op_start(struct cq__io_op *op)
+{
+    struct cq_io_s *ch = op->ch;
+    if (op->kind == CQ__IO_OP_BARRIER) {
+        cq_async_f(op->queue, op, barrier_run);
+        return;
+    }
+    pthread_mutex_lock(&ch->lock);
+    op->stepping = false;
+    int err = ch->err ? ch->err : op->stopped || ch->stopped ? ECANCELED : 0;
+    if (!op->finished && err == 0 && ch->is_file) {
+        if (ch->type == CQ_IO_RANDOM) {
+            err = op->offset < 0 ? EINVAL : 0;
+            op->offset += ch->base;
+        } else {
+            op->offset = ch->pos;
+        }
+    }
+    if (op->finished) {
+        /* stopped before it could start */
+    } else if (err) {
+        cq__io_op_fail(op, err);
+    } else if (op->kind == CQ__IO_OP_READ && op->want == 0) {
+        cq__io_op_finish(op, cq_data_empty, 0);
+    } else if (op->kind == CQ__IO_OP_WRITE && cq_data_get_size(op->rest) == 0) {
+        cq_release(op->rest);
+        op->rest = NULL;
+        cq__io_op_finish(op, NULL, 0);
+    }
+    bool go = !op->finished;
+    uint64_t interval = op->interval;
+    op->stepping = go;
+    cq__io_unlock(ch);
+    if (!go) {
+        return;
+    }
+    if (interval) {
+        cq_source_t t = op_source(op, CQ_SOURCE_TYPE_TIMER, 0, interval_fire);
+        if (t) {
+            cq_source_set_timer(t, cq_time(CQ_TIME_NOW, (int64_t)interval), interval,
+                                interval / 10);
+            cq_retain(t); /* as for the stream sources: ours lasts past activation */
+            pthread_mutex_lock(&ch->lock);
+            op->timer = t;
+            bool finished = op->finished;
+            pthread_mutex_unlock(&ch->lock);
+            cq_activate(t);
+            if (finished) {
+                cq_source_cancel(t);
+            }
+            cq_release(t);
+        }
+    }
+    if (ch->is_file) {
+        file_step(op);
+    } else {
+        stream_step(op, true);
+    }
+}

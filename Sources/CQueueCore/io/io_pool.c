@@ -1,0 +1,87 @@
+/*
+ * The blocking pool: up to CQ__IO_POOL_MAX threads ("cq-io-pool") that run blocking jobs
+ * (open() of a path channel) and, when io_uring is unavailable, the positioned reads and
+ * writes of regular files. Threads start as work arrives (one more while work waits and
+ * fewer than the maximum run) and then stay, asleep on a condition variable.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "io/io_internal.h"
+#include "platform/diag_internal.h"
+#include "platform/thread_start_internal.h"
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pool_cond = PTHREAD_COND_INITIALIZER;
+static struct cq__io_req *pool_head, *pool_tail;
+static unsigned pool_threads, pool_idle;
+
+static void pool_run(struct cq__io_req *req)
+{
+    if (req->job) {
+        req->job(req);
+        return;
+    }
+    struct iovec iov = {.iov_base = req->buf, .iov_len = req->len};
+    ssize_t n;
+    do {
+        n = req->write ? pwritev(req->fd, &iov, 1, (off_t)req->offset)
+                       : preadv(req->fd, &iov, 1, (off_t)req->offset);
+    } while (n < 0 && errno == EINTR);
+    req->done(req, n < 0 ? -errno : n);
+}
+
+static void *pool_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&pool_lock);
+    for (;;) {
+        while (pool_head == NULL) {
+            pool_idle++;
+            pthread_cond_wait(&pool_cond, &pool_lock);
+            pool_idle--;
+        }
+        struct cq__io_req *req = pool_head;
+        pool_head = req->next;
+        if (pool_head == NULL) {
+            pool_tail = NULL;
+        }
+        pthread_mutex_unlock(&pool_lock);
+        pool_run(req);
+        pthread_mutex_lock(&pool_lock);
+    }
+    return NULL;
+}
+
+void cq__io_pool_submit(struct cq__io_req *req)
+{
+    req->next = NULL;
+    pthread_mutex_lock(&pool_lock);
+    if (pool_tail) {
+        pool_tail->next = req;
+    } else {
+        pool_head = req;
+    }
+    pool_tail = req;
+    bool start = pool_idle == 0 && pool_threads < CQ__IO_POOL_MAX;
+    if (start) {
+        pool_threads++;
+    }
+    pthread_cond_signal(&pool_cond);
+    pthread_mutex_unlock(&pool_lock);
+    if (start) {
+        pthread_t t;
+        int err = cq__thread_start(&t, pool_main, NULL);
+        if (err) {
+            pthread_mutex_lock(&pool_lock);
+            unsigned left = --pool_threads;
+            pthread_mutex_unlock(&pool_lock);
+            if (left == 0) {
+                cq__crash("cannot start an I/O pool thread (%s)", strerror(err));
+            }
+        }
+    }
+}

@@ -1,0 +1,240 @@
+/*
+ * The file engine: io_uring through its raw system calls (no liburing), or the blocking pool.
+ *
+ * One ring of RING_ENTRIES submission entries, set up on first use. Submitters (any thread)
+ * fill entries under ring_lock and call io_uring_enter to submit them; at most RING_ENTRIES
+ * requests are in flight (the completion ring is twice that, so it never overflows), more wait
+ * on an overflow list. The "cq-io" thread sleeps in io_uring_enter(GETEVENTS), calls each
+ * completion's `done`, then moves waiting requests into the ring. Buffered reads that hit the
+ * page cache complete inside the submitter's io_uring_enter; the others run in the kernel's
+ * io-wq workers, so no runtime worker waits for a disk.
+ *
+ * The engine is chosen once: CQ_IO_URING=0 in the environment, or an io_uring_setup that
+ * fails (ENOSYS, EPERM under seccomp, ...), selects the pool (io_pool.c).
+ */
+#include <errno.h>
+#include <linux/io_uring.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "io/io_internal.h"
+#include "platform/diag_internal.h"
+#include "platform/thread_start_internal.h"
+
+#define RING_ENTRIES 256u
+
+static struct {
+    int fd;
+    unsigned entries;
+    /* submission ring (mapped) */
+    _Atomic unsigned *sq_head, *sq_tail;
+    unsigned *sq_mask, *sq_array;
+    struct io_uring_sqe *sqes;
+    /* completion ring (mapped) */
+    _Atomic unsigned *cq_head, *cq_tail;
+    unsigned *cq_mask;
+    struct io_uring_cqe *cqes;
+    /* under ring_lock */
+    unsigned inflight, unsubmitted;
+    struct cq__io_req *wait_head, *wait_tail;
+} ring = {.fd = -1};
+
+static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
+static bool use_uring;
+
+static int sys_setup(unsigned entries, struct io_uring_params *p)
+{
+    return (int)syscall(__NR_io_uring_setup, entries, p);
+}
+
+static int sys_enter(unsigned to_submit, unsigned min_complete, unsigned flags)
+{
+    return (int)syscall(__NR_io_uring_enter, ring.fd, to_submit, min_complete, flags, NULL, 0);
+}
+
+static void *io_thread_main(void *arg);
+
+static bool ring_setup(void)
+{
+    struct io_uring_params p;
+    memset(&p, 0, sizeof p);
+    int fd = sys_setup(RING_ENTRIES, &p);
+    if (fd < 0) {
+        return false;
+    }
+    size_t sq_size = p.sq_off.array + p.sq_entries * sizeof(unsigned);
+    size_t cq_size = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+    bool single = (p.features & IORING_FEAT_SINGLE_MMAP) != 0;
+    if (single) {
+        sq_size = cq_size = sq_size > cq_size ? sq_size : cq_size;
+    }
+    char *sq = mmap(NULL, sq_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd,
+                    IORING_OFF_SQ_RING);
+    char *cq = sq;
+    if (sq != MAP_FAILED && !single) {
+        cq = mmap(NULL, cq_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd,
+                  IORING_OFF_CQ_RING);
+    }
+    struct io_uring_sqe *sqes = MAP_FAILED;
+    if (sq != MAP_FAILED && cq != MAP_FAILED) {
+        sqes = mmap(NULL, p.sq_entries * sizeof(struct io_uring_sqe), PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_POPULATE, fd, IORING_OFF_SQES);
+    }
+    if (sqes == MAP_FAILED) {
+        close(fd); /* the mappings that worked stay: a few pages, once */
+        return false;
+    }
+    ring.fd = fd;
+    ring.entries = p.sq_entries;
+    ring.sq_head = (_Atomic unsigned *)(void *)(sq + p.sq_off.head);
+    ring.sq_tail = (_Atomic unsigned *)(void *)(sq + p.sq_off.tail);
+    ring.sq_mask = (unsigned *)(void *)(sq + p.sq_off.ring_mask);
+    ring.sq_array = (unsigned *)(void *)(sq + p.sq_off.array);
+    ring.sqes = sqes;
+    ring.cq_head = (_Atomic unsigned *)(void *)(cq + p.cq_off.head);
+    ring.cq_tail = (_Atomic unsigned *)(void *)(cq + p.cq_off.tail);
+    ring.cq_mask = (unsigned *)(void *)(cq + p.cq_off.ring_mask);
+    ring.cqes = (struct io_uring_cqe *)(void *)(cq + p.cq_off.cqes);
+    pthread_t t;
+    if (cq__thread_start(&t, io_thread_main, NULL) != 0) {
+        close(fd);
+        ring.fd = -1;
+        return false;
+    }
+    return true;
+}
+
+static void engine_choose(void)
+{
+    const char *env = getenv("CQ_IO_URING");
+    if (env && strcmp(env, "0") == 0) {
+        use_uring = false;
+        return;
+    }
+    use_uring = ring_setup();
+}
+
+const char *cq__io_file_engine(void)
+{
+    pthread_once(&engine_once, engine_choose);
+    return use_uring ? "io_uring" : "threads";
+}
+
+/* Under ring_lock: one entry for `req` (a slot is known to be free). */
+static void ring_push(struct cq__io_req *req)
+{
+    unsigned tail = cq__load(ring.sq_tail, relaxed); /* only we (under the lock) write it */
+    unsigned idx = tail & *ring.sq_mask;
+    struct io_uring_sqe *sqe = &ring.sqes[idx];
+    memset(sqe, 0, sizeof *sqe);
+    sqe->opcode = req->write ? IORING_OP_WRITE : IORING_OP_READ;
+    sqe->fd = req->fd;
+    sqe->addr = (uint64_t)(uintptr_t)req->buf;
+    sqe->len = req->len > 0x7ffff000u ? 0x7ffff000u : (unsigned)req->len;
+    sqe->off = req->offset;
+    sqe->user_data = (uint64_t)(uintptr_t)req;
+    ring.sq_array[idx] = idx;
+    /* release: the entry is written before the kernel sees the new tail; pairs with the
+     * kernel's acquire load of the tail */
+    cq__store(ring.sq_tail, tail + 1, release);
+    ring.inflight++;
+    ring.unsubmitted++;
+}
+
+/* Under ring_lock: hands the filled entries to the kernel. */
+static void ring_submit(void)
+{
+    while (ring.unsubmitted > 0) {
+        int n = sys_enter(ring.unsubmitted, 0, 0);
+        if (n > 0) {
+            ring.unsubmitted -= (unsigned)n;
+        } else if (n < 0 && errno != EINTR && errno != EAGAIN && errno != EBUSY) {
+            cq__crash("io_uring_enter failed submitting file I/O (%s)", strerror(errno));
+        } else if (n == 0 || errno == EAGAIN || errno == EBUSY) {
+            /* the kernel is short of memory or completions: the cq-io thread submits the
+             * rest after its next completions */
+            break;
+        }
+    }
+}
+
+void cq__io_file_submit(struct cq__io_req *req)
+{
+    pthread_once(&engine_once, engine_choose);
+    if (!use_uring) {
+        cq__io_pool_submit(req);
+        return;
+    }
+    req->next = NULL;
+    pthread_mutex_lock(&ring_lock);
+    if (ring.inflight < ring.entries && ring.wait_head == NULL) {
+        ring_push(req);
+        ring_submit();
+    } else {
+        if (ring.wait_tail) {
+            ring.wait_tail->next = req;
+        } else {
+            ring.wait_head = req;
+        }
+        ring.wait_tail = req;
+    }
+    pthread_mutex_unlock(&ring_lock);
+}
+
+static void *io_thread_main(void *arg)
+{
+    (void)arg;
+    prctl(PR_SET_NAME, "cq-io", 0, 0, 0);
+    for (;;) {
+        int r = sys_enter(0, 1, IORING_ENTER_GETEVENTS);
+        if (r < 0 && errno != EINTR && errno != EAGAIN && errno != EBUSY) {
+            cq__crash("io_uring_enter failed waiting for file I/O (%s)", strerror(errno));
+        }
+        for (;;) {
+            struct cq__io_req *reqs[64];
+            ssize_t res[64];
+            unsigned n = 0;
+            unsigned head = cq__load(ring.cq_head, relaxed); /* only this thread writes it */
+            /* acquire: the completion entries are written before the tail; pairs with the
+             * kernel's release store of the tail */
+            unsigned tail = cq__load(ring.cq_tail, acquire);
+            while (head != tail && n < 64) {
+                struct io_uring_cqe *cqe = &ring.cqes[head & *ring.cq_mask];
+                reqs[n] = (struct cq__io_req *)(uintptr_t)cqe->user_data;
+                res[n] = cqe->res == -EINTR ? -EAGAIN : cqe->res;
+                n++;
+                head++;
+            }
+            if (n == 0) {
+                break;
+            }
+            /* release: we are done reading the entries before the kernel may reuse them;
+             * pairs with the kernel's acquire load of the head */
+            cq__store(ring.cq_head, head, release);
+            pthread_mutex_lock(&ring_lock);
+            ring.inflight -= n;
+            pthread_mutex_unlock(&ring_lock);
+            for (unsigned i = 0; i < n; i++) {
+                reqs[i]->done(reqs[i], res[i]);
+            }
+        }
+        pthread_mutex_lock(&ring_lock);
+        while (ring.wait_head && ring.inflight < ring.entries) {
+            struct cq__io_req *req = ring.wait_head;
+            ring.wait_head = req->next;
+            if (ring.wait_head == NULL) {
+                ring.wait_tail = NULL;
+            }
+            ring_push(req);
+        }
+        ring_submit();
+        pthread_mutex_unlock(&ring_lock);
+    }
+    return NULL;
+}

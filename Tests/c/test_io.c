@@ -1,0 +1,628 @@
+/*
+ * Dispatch I/O on pipes and sockets (the reactor engine): streaming, water marks, intervals,
+ * close with stop, short writes against a small pipe (EAGAIN), one-shots, and the errors (a bad
+ * or closed descriptor, a missing path). Every wait is on a semaphore with the harness's
+ * patience; nothing depends on timing.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "cq_test.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/socket.h>
+
+/* Collects what a read (or write) handler sees. */
+struct coll {
+    cq_semaphore_t done_sema;
+    cq_data_t all; /* the bytes delivered, in order */
+    size_t partials, empty_partials, max_partial, min_partial, calls_after_done;
+    bool done;
+    bool done_data_null;
+    size_t done_size;
+    int error;
+    size_t last_remaining; /* writes: size of the data passed (SIZE_MAX: NULL) */
+    size_t remaining_calls;
+    cq_semaphore_t partial_sema; /* signalled on each partial delivery */
+};
+
+static void coll_init(struct coll *c)
+{
+    memset(c, 0, sizeof *c);
+    c->done_sema = cq_semaphore_create(0);
+    c->partial_sema = cq_semaphore_create(0);
+    c->all = cq_data_empty;
+    c->min_partial = SIZE_MAX;
+}
+
+static void coll_free(struct coll *c)
+{
+    cq_release(c->done_sema);
+    cq_release(c->partial_sema);
+    cq_release(c->all);
+}
+
+static void coll_handler(void *ctx, bool done, cq_data_t data, int error)
+{
+    struct coll *c = ctx;
+    if (c->done) {
+        c->calls_after_done++;
+    }
+    size_t size = data ? cq_data_get_size(data) : 0;
+    if (data) {
+        cq_data_t all = cq_data_create_concat(c->all, data);
+        cq_release(c->all);
+        c->all = all;
+    }
+    if (!done) {
+        c->partials++;
+        c->empty_partials += size == 0;
+        c->max_partial = size > c->max_partial ? size : c->max_partial;
+        c->min_partial = size < c->min_partial ? size : c->min_partial;
+        cq_semaphore_signal(c->partial_sema);
+        return;
+    }
+    c->done = true;
+    c->done_data_null = data == NULL;
+    c->done_size = size;
+    c->error = error;
+    cq_semaphore_signal(c->done_sema);
+}
+
+/* Writes: remember the remaining sizes. */
+static void wcoll_handler(void *ctx, bool done, cq_data_t data, int error)
+{
+    struct coll *c = ctx;
+    c->last_remaining = data ? cq_data_get_size(data) : SIZE_MAX;
+    if (!done) {
+        c->remaining_calls++;
+        return;
+    }
+    c->done = true;
+    c->done_data_null = data == NULL;
+    c->error = error;
+    cq_semaphore_signal(c->done_sema);
+}
+
+static unsigned char pattern_byte(size_t i)
+{
+    return (unsigned char)((i * 2654435761u) >> 13);
+}
+
+static cq_data_t pattern_data(size_t n)
+{
+    unsigned char *b = malloc(n ? n : 1);
+    for (size_t i = 0; i < n; i++) {
+        b[i] = pattern_byte(i);
+    }
+    return cq_data_create_f(b, n, NULL, CQ_DATA_DESTRUCTOR_FREE);
+}
+
+static bool data_is_pattern(cq_data_t d, size_t n)
+{
+    if (cq_data_get_size(d) != n) {
+        return false;
+    }
+    unsigned char *b = malloc(n ? n : 1);
+    cq_data_copy_bytes(d, 0, b, n);
+    bool ok = true;
+    for (size_t i = 0; i < n && ok; i++) {
+        ok = b[i] == pattern_byte(i);
+    }
+    free(b);
+    return ok;
+}
+
+struct writer {
+    int fd;
+    size_t n;
+    size_t step;
+};
+
+/* A plain thread writing the pattern with blocking write(2), then closing its end. */
+static void *writer_main(void *arg)
+{
+    struct writer *w = arg;
+    unsigned char *b = malloc(w->n);
+    for (size_t i = 0; i < w->n; i++) {
+        b[i] = pattern_byte(i);
+    }
+    size_t off = 0;
+    while (off < w->n) {
+        size_t k = w->n - off < w->step ? w->n - off : w->step;
+        ssize_t r = write(w->fd, b + off, k);
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r <= 0) {
+            break;
+        }
+        off += (size_t)r;
+    }
+    free(b);
+    close(w->fd);
+    return NULL;
+}
+
+struct cleanup_rec {
+    cq_semaphore_t sema;
+    int error;
+    int calls;
+};
+
+static void cleanup_handler(void *ctx, int error)
+{
+    struct cleanup_rec *r = ctx;
+    r->error = error;
+    r->calls++;
+    cq_semaphore_signal(r->sema);
+}
+
+static cq_queue_t serial(void)
+{
+    return cq_queue_create("test.io", NULL);
+}
+
+/* Channels the tests close: the cleanup handler counts, and done_with waits for it, so a test
+ * closes a descriptor only after the channel has let it go (its flags restored), as the API
+ * requires; otherwise a late restore could hit the next test's descriptor of the same number. */
+static cq_semaphore_t g_cleaned;
+
+static void count_cleanup(void *ctx, int error)
+{
+    (void)ctx;
+    (void)error;
+    cq_semaphore_signal(g_cleaned);
+}
+
+static cq_io_t mk(cq_io_type_t type, int fd, cq_queue_t q)
+{
+    return cq_io_create_f(type, fd, q, NULL, count_cleanup);
+}
+
+static void done_with(cq_io_t ch, cq_io_close_flags_t flags)
+{
+    cq_io_close(ch, flags);
+    cq_release(ch);
+    WAIT_SEMA(g_cleaned);
+}
+
+/* ---- tests ---------------------------------------------------------------------------------- */
+
+static void test_pipe_stream_to_eof(void)
+{
+    int p[2];
+    REQUIRE(pipe(p) == 0);
+    struct writer w = {p[1], 3u << 20, 10000};
+    pthread_t t;
+    pthread_create(&t, NULL, writer_main, &w);
+    struct cleanup_rec cr = {cq_semaphore_create(0), -1, 0};
+    cq_queue_t q = serial();
+    cq_io_t ch = cq_io_create_f(CQ_IO_STREAM, p[0], q, &cr, cleanup_handler);
+    REQUIRE(ch != NULL);
+    CHECK_EQ(cq_io_get_descriptor(ch), p[0]);
+    struct coll c;
+    coll_init(&c);
+    cq_io_read_f(ch, 0, SIZE_MAX, q, &c, coll_handler);
+    WAIT_SEMA(c.done_sema);
+    pthread_join(t, NULL);
+    CHECK_EQ(c.error, 0);
+    CHECK_EQ(c.done_size, 0); /* EOF: done with empty data */
+    CHECK(!c.done_data_null);
+    CHECK(c.partials > 0);
+    CHECK(data_is_pattern(c.all, w.n));
+    cq_io_close(ch, 0);
+    cq_release(ch);
+    WAIT_SEMA(cr.sema);
+    CHECK_EQ(cr.error, 0);
+    CHECK_EQ(cr.calls, 1);
+    /* the flags are back: the channel set O_NONBLOCK while it used the pipe */
+    CHECK((fcntl(p[0], F_GETFL) & O_NONBLOCK) == 0);
+    CHECK_EQ(c.calls_after_done, 0);
+    close(p[0]);
+    coll_free(&c);
+    cq_release(cr.sema);
+    cq_release(q);
+}
+
+static void test_socketpair_write_read_exact(void)
+{
+    int sv[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    cq_queue_t q = serial();
+    cq_io_t wch = mk(CQ_IO_STREAM, sv[0], q);
+    cq_io_t rch = mk(CQ_IO_STREAM, sv[1], q);
+    size_t n = 4u << 20;
+    cq_data_t d = pattern_data(n);
+    /* two pieces, concatenated: the write walks regions */
+    cq_data_t a = cq_data_create_subrange(d, 0, 12345);
+    cq_data_t b = cq_data_create_subrange(d, 12345, SIZE_MAX);
+    cq_data_t ab = cq_data_create_concat(a, b);
+    struct coll wc, rc;
+    coll_init(&wc);
+    coll_init(&rc);
+    cq_io_read_f(rch, 0, n, q, &rc, coll_handler);
+    cq_io_write_f(wch, 0, ab, q, &wc, wcoll_handler);
+    cq_release(ab);
+    cq_release(a);
+    cq_release(b);
+    WAIT_SEMA(wc.done_sema);
+    WAIT_SEMA(rc.done_sema);
+    CHECK_EQ(wc.error, 0);
+    CHECK(wc.done_data_null);
+    CHECK_EQ(rc.error, 0);
+    CHECK(rc.done_size > 0); /* the length was reached: done carries the last bytes */
+    CHECK(data_is_pattern(rc.all, n));
+    done_with(wch, 0);
+    done_with(rch, 0);
+    cq_release(d);
+    coll_free(&wc);
+    coll_free(&rc);
+    close(sv[0]);
+    close(sv[1]);
+    cq_release(q);
+}
+
+static void test_water_marks(void)
+{
+    int p[2];
+    REQUIRE(pipe(p) == 0);
+    struct writer w = {p[1], 65536 + 100, 1000};
+    pthread_t t;
+    pthread_create(&t, NULL, writer_main, &w);
+    cq_queue_t q = serial();
+    cq_io_t ch = mk(CQ_IO_STREAM, p[0], q);
+    cq_io_set_low_water(ch, 4096);
+    cq_io_set_high_water(ch, 4096);
+    struct coll c;
+    coll_init(&c);
+    cq_io_read_f(ch, 0, SIZE_MAX, q, &c, coll_handler);
+    WAIT_SEMA(c.done_sema);
+    pthread_join(t, NULL);
+    CHECK_EQ(c.error, 0);
+    CHECK(data_is_pattern(c.all, w.n));
+    /* 16 partials of exactly 4096, the last 100 bytes at EOF, then done with empty data */
+    CHECK_EQ(c.max_partial, 4096);
+    CHECK_EQ(c.partials, 17);
+    CHECK_EQ(c.min_partial, 100);
+    CHECK_EQ(c.done_size, 0);
+    done_with(ch, 0);
+    coll_free(&c);
+    close(p[0]);
+
+    /* low water above high water raises it; SIZE_MAX low water: no partial results */
+    REQUIRE(pipe(p) == 0);
+    w = (struct writer){p[1], 200000, 777};
+    pthread_create(&t, NULL, writer_main, &w);
+    ch = mk(CQ_IO_STREAM, p[0], q);
+    cq_io_set_low_water(ch, SIZE_MAX);
+    coll_init(&c);
+    cq_io_read_f(ch, 0, 150000, q, &c, coll_handler);
+    WAIT_SEMA(c.done_sema);
+    CHECK_EQ(c.partials, 0);
+    CHECK_EQ(c.done_size, 150000);
+    CHECK(data_is_pattern(c.all, 150000));
+    done_with(ch, CQ_IO_STOP);
+    char sink[4096];
+    while (read(p[0], sink, sizeof sink) > 0) { /* let the writer finish */
+    }
+    pthread_join(t, NULL);
+    close(p[0]);
+    coll_free(&c);
+    cq_release(q);
+}
+
+static void test_write_partials(void)
+{
+    int sv[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    cq_queue_t q = serial();
+    cq_io_t wch = mk(CQ_IO_STREAM, sv[0], q);
+    cq_io_set_low_water(wch, 8192);
+    cq_io_set_high_water(wch, 8192);
+    cq_io_t rch = mk(CQ_IO_STREAM, sv[1], q);
+    size_t n = 100000;
+    cq_data_t d = pattern_data(n);
+    struct coll wc, rc;
+    coll_init(&wc);
+    coll_init(&rc);
+    cq_io_write_f(wch, 0, d, q, &wc, wcoll_handler);
+    cq_io_read_f(rch, 0, n, q, &rc, coll_handler);
+    WAIT_SEMA(wc.done_sema);
+    WAIT_SEMA(rc.done_sema);
+    CHECK_EQ(wc.error, 0);
+    CHECK(wc.remaining_calls >= 10); /* one per 8 KiB written */
+    CHECK(data_is_pattern(rc.all, n));
+    done_with(wch, 0);
+    done_with(rch, 0);
+    cq_release(d);
+    coll_free(&wc);
+    coll_free(&rc);
+    close(sv[0]);
+    close(sv[1]);
+    cq_release(q);
+}
+
+static void test_strict_interval(void)
+{
+    int p[2];
+    REQUIRE(pipe(p) == 0);
+    cq_queue_t q = serial();
+    cq_io_t ch = mk(CQ_IO_STREAM, p[0], q);
+    cq_io_set_interval(ch, 2000000, CQ_IO_STRICT_INTERVAL); /* 2 ms */
+    cq_io_set_low_water(ch, 1u << 20);
+    struct coll c;
+    coll_init(&c);
+    cq_io_read_f(ch, 0, SIZE_MAX, q, &c, coll_handler);
+    /* nothing to read: a strict interval delivers anyway (empty data) */
+    WAIT_SEMA(c.partial_sema);
+    WAIT_SEMA(c.partial_sema);
+    CHECK(write(p[1], "abc", 3) == 3);
+    close(p[1]);
+    WAIT_SEMA(c.done_sema);
+    CHECK_EQ(c.error, 0);
+    CHECK(c.empty_partials >= 2);
+    CHECK_EQ(cq_data_get_size(c.all), 3);
+    done_with(ch, 0);
+    close(p[0]);
+    coll_free(&c);
+
+    /* not strict: nothing below the low-water mark; the interval delivers what is there */
+    REQUIRE(pipe(p) == 0);
+    ch = mk(CQ_IO_STREAM, p[0], q);
+    cq_io_set_interval(ch, 2000000, 0);
+    cq_io_set_low_water(ch, 10);
+    coll_init(&c);
+    cq_io_read_f(ch, 0, SIZE_MAX, q, &c, coll_handler);
+    CHECK(write(p[1], "0123456789ab", 12) == 12);
+    WAIT_SEMA(c.partial_sema);
+    close(p[1]);
+    WAIT_SEMA(c.done_sema);
+    CHECK_EQ(c.empty_partials, 0);
+    CHECK_EQ(cq_data_get_size(c.all), 12);
+    done_with(ch, 0);
+    close(p[0]);
+    coll_free(&c);
+    cq_release(q);
+}
+
+static void test_close_stop(void)
+{
+    int p[2];
+    REQUIRE(pipe(p) == 0);
+    struct cleanup_rec cr = {cq_semaphore_create(0), -1, 0};
+    cq_queue_t q = serial();
+    cq_io_t ch = cq_io_create_f(CQ_IO_STREAM, p[0], q, &cr, cleanup_handler);
+    struct coll c1, c2, c3;
+    coll_init(&c1);
+    coll_init(&c2);
+    coll_init(&c3);
+    cq_io_read_f(ch, 0, SIZE_MAX, q, &c1, coll_handler); /* waits for data */
+    cq_io_read_f(ch, 0, 10, q, &c2, coll_handler);       /* waits behind it */
+    cq_io_close(ch, CQ_IO_STOP);
+    cq_io_read_f(ch, 0, 10, q, &c3, coll_handler); /* on a closed channel */
+    WAIT_SEMA(c1.done_sema);
+    WAIT_SEMA(c2.done_sema);
+    WAIT_SEMA(c3.done_sema);
+    CHECK_EQ(c1.error, ECANCELED);
+    CHECK_EQ(c2.error, ECANCELED);
+    CHECK_EQ(c3.error, ECANCELED);
+    CHECK(c1.done_data_null);
+    WAIT_SEMA(cr.sema);
+    CHECK_EQ(cr.error, 0);
+    CHECK_EQ(cq_io_get_descriptor(ch), -1);
+    cq_release(ch);
+    close(p[0]);
+    close(p[1]);
+    coll_free(&c1);
+    coll_free(&c2);
+    coll_free(&c3);
+    cq_release(cr.sema);
+    cq_release(q);
+}
+
+/* A pipe of one page and a slow reader: the channel's writes come back short and EAGAIN. */
+static void *slow_reader_main(void *arg)
+{
+    struct writer *w = arg; /* fd to read, n expected; step: bytes per read */
+    unsigned char *b = malloc(w->n);
+    size_t off = 0;
+    while (off < w->n) {
+        size_t k = w->n - off < w->step ? w->n - off : w->step;
+        ssize_t r = read(w->fd, b + off, k);
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r <= 0) {
+            break;
+        }
+        off += (size_t)r;
+    }
+    bool ok = off == w->n;
+    for (size_t i = 0; ok && i < w->n; i++) {
+        ok = b[i] == pattern_byte(i);
+    }
+    free(b);
+    w->step = ok ? 1 : 0;
+    return NULL;
+}
+
+static void test_short_writes_small_pipe(void)
+{
+    int p[2];
+    REQUIRE(pipe(p) == 0);
+    int sz = fcntl(p[1], F_SETPIPE_SZ, 4096);
+    CHECK(sz >= 4096);
+    cq_queue_t q = serial();
+    cq_io_t ch = mk(CQ_IO_STREAM, p[1], q);
+    size_t n = 1u << 20;
+    cq_data_t d = pattern_data(n);
+    struct coll wc;
+    coll_init(&wc);
+    cq_io_write_f(ch, 0, d, q, &wc, wcoll_handler);
+    struct writer r = {p[0], n, 999};
+    pthread_t t;
+    pthread_create(&t, NULL, slow_reader_main, &r);
+    WAIT_SEMA(wc.done_sema);
+    pthread_join(t, NULL);
+    CHECK_EQ(wc.error, 0);
+    CHECK(wc.done_data_null);
+    CHECK_EQ(r.step, 1); /* every byte arrived, in order */
+    done_with(ch, 0);
+    cq_release(d);
+    coll_free(&wc);
+    close(p[0]);
+    close(p[1]);
+    cq_release(q);
+}
+
+static void test_write_to_closed_pipe(void)
+{
+    int p[2];
+    REQUIRE(pipe(p) == 0);
+    close(p[0]);
+    cq_queue_t q = serial();
+    cq_io_t ch = mk(CQ_IO_STREAM, p[1], q);
+    cq_data_t d = pattern_data(1000);
+    struct coll wc;
+    coll_init(&wc);
+    cq_io_write_f(ch, 0, d, q, &wc, wcoll_handler);
+    WAIT_SEMA(wc.done_sema);
+    CHECK_EQ(wc.error, EPIPE);
+    CHECK_EQ(wc.last_remaining, 1000); /* nothing was written: all of it comes back */
+    done_with(ch, 0);
+    cq_release(d);
+    coll_free(&wc);
+    close(p[1]);
+    cq_release(q);
+}
+
+static void test_bad_descriptors(void)
+{
+    cq_queue_t q = serial();
+    int fds[] = {-1, 1000000};
+    for (int i = 0; i < 2; i++) {
+        struct cleanup_rec cr = {cq_semaphore_create(0), -1, 0};
+        cq_io_t ch = cq_io_create_f(CQ_IO_STREAM, fds[i], q, &cr, cleanup_handler);
+        REQUIRE(ch != NULL);
+        CHECK_EQ(cq_io_get_descriptor(ch), -1);
+        struct coll c;
+        coll_init(&c);
+        cq_io_read_f(ch, 0, 100, q, &c, coll_handler);
+        WAIT_SEMA(c.done_sema);
+        CHECK_EQ(c.error, EBADF);
+        CHECK(c.done_data_null);
+        cq_io_close(ch, 0);
+        cq_release(ch);
+        WAIT_SEMA(cr.sema);
+        CHECK_EQ(cr.error, EBADF);
+        coll_free(&c);
+        cq_release(cr.sema);
+    }
+    CHECK(cq_io_create_f(7, 0, q, NULL, NULL) == NULL);
+    CHECK_EQ(errno, EINVAL);
+
+    /* a descriptor closed under the channel: the next read fails cleanly */
+    int p[2];
+    REQUIRE(pipe(p) == 0);
+    cq_io_t ch = mk(CQ_IO_STREAM, p[0], q);
+    close(p[0]);
+    struct coll c;
+    coll_init(&c);
+    cq_io_read_f(ch, 0, 100, q, &c, coll_handler);
+    WAIT_SEMA(c.done_sema);
+    CHECK_EQ(c.error, EBADF);
+    done_with(ch, 0);
+    close(p[1]);
+    coll_free(&c);
+
+    /* a path that does not exist: the open error reaches the handlers */
+    struct cleanup_rec cr = {cq_semaphore_create(0), -1, 0};
+    ch = cq_io_create_with_path_f(CQ_IO_STREAM, "/nonexistent-dir/nofile", O_RDONLY, 0, q, &cr,
+                                  cleanup_handler);
+    REQUIRE(ch != NULL);
+    coll_init(&c);
+    cq_io_read_f(ch, 0, SIZE_MAX, q, &c, coll_handler);
+    WAIT_SEMA(c.done_sema);
+    CHECK_EQ(c.error, ENOENT);
+    cq_release(ch);
+    WAIT_SEMA(cr.sema);
+    CHECK_EQ(cr.error, ENOENT);
+    coll_free(&c);
+    cq_release(cr.sema);
+    CHECK(cq_io_create_with_path_f(CQ_IO_STREAM, "relative", O_RDONLY, 0, q, NULL, NULL) ==
+          NULL);
+    cq_release(q);
+}
+
+struct oneshot_rec {
+    cq_semaphore_t sema;
+    cq_data_t data;
+    int error;
+    int calls;
+};
+
+static void oneshot_handler(void *ctx, cq_data_t data, int error)
+{
+    struct oneshot_rec *r = ctx;
+    r->calls++;
+    r->error = error;
+    if (data) {
+        cq_retain(data);
+    }
+    r->data = data;
+    cq_semaphore_signal(r->sema);
+}
+
+static void test_oneshots(void)
+{
+    int p[2];
+    REQUIRE(pipe(p) == 0);
+    cq_queue_t q = serial();
+    size_t n = 40000; /* fits in the pipe */
+    cq_data_t d = pattern_data(n);
+    struct oneshot_rec w = {cq_semaphore_create(0), NULL, -1, 0};
+    cq_write_f(p[1], d, q, &w, oneshot_handler);
+    WAIT_SEMA(w.sema);
+    CHECK_EQ(w.error, 0);
+    CHECK(w.data == NULL);
+    CHECK((fcntl(p[1], F_GETFL) & O_NONBLOCK) == 0); /* restored before the handler */
+    close(p[1]);
+    struct oneshot_rec r = {cq_semaphore_create(0), NULL, -1, 0};
+    cq_read_f(p[0], SIZE_MAX, q, &r, oneshot_handler);
+    WAIT_SEMA(r.sema);
+    CHECK_EQ(r.error, 0);
+    CHECK_EQ(r.calls, 1);
+    CHECK(r.data && data_is_pattern(r.data, n));
+    close(p[0]);
+    if (r.data) {
+        cq_release(r.data);
+    }
+    struct oneshot_rec bad = {cq_semaphore_create(0), NULL, -1, 0};
+    cq_read_f(-1, 10, q, &bad, oneshot_handler);
+    WAIT_SEMA(bad.sema);
+    CHECK_EQ(bad.error, EBADF);
+    cq_release(d);
+    cq_release(w.sema);
+    cq_release(r.sema);
+    cq_release(bad.sema);
+    cq_release(q);
+}
+
+int main(void)
+{
+    g_cleaned = cq_semaphore_create(0);
+    signal(SIGPIPE, SIG_IGN);
+    RUN(test_pipe_stream_to_eof);
+    RUN(test_socketpair_write_read_exact);
+    RUN(test_water_marks);
+    RUN(test_write_partials);
+    RUN(test_strict_interval);
+    RUN(test_close_stop);
+    RUN(test_short_writes_small_pipe);
+    RUN(test_write_to_closed_pipe);
+    RUN(test_bad_descriptors);
+    RUN(test_oneshots);
+    TEST_MAIN_END();
+}

@@ -1,0 +1,513 @@
+/*
+ * Dispatch I/O on regular files (the file engine: io_uring, or the blocking pool when
+ * test_io_file_fallback.c includes this file with CQ_TEST_IO_FALLBACK): a 64 MiB round trip
+ * with a checksum, random-access offsets relative to the channel's start, barriers ordering
+ * writes and reads, reads past the end, a stream channel's position, close with stop, a
+ * channel made from another. Files live under /tmp and are removed.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "cq_test.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#ifndef CQ_TEST_IO_FALLBACK
+#define CQ_TEST_IO_FALLBACK 0
+#endif
+
+/* The engine in use (io/uring.c; the tests link the static library). */
+const char *cq__io_file_engine(void);
+
+struct coll {
+    cq_semaphore_t done_sema;
+    cq_data_t all;
+    size_t partials;
+    bool done;
+    size_t done_size;
+    bool done_data_null;
+    int error;
+    uint64_t sum; /* FNV-1a over the bytes, in order */
+    size_t total;
+};
+
+static void coll_init(struct coll *c, bool keep)
+{
+    memset(c, 0, sizeof *c);
+    c->done_sema = cq_semaphore_create(0);
+    c->all = keep ? cq_data_empty : NULL;
+    c->sum = 1469598103934665603ull;
+}
+
+static void coll_free(struct coll *c)
+{
+    cq_release(c->done_sema);
+    if (c->all) {
+        cq_release(c->all);
+    }
+}
+
+static bool sum_region(void *ctx, cq_data_t region, size_t offset, const void *buf, size_t size)
+{
+    uint64_t *h = ctx;
+    const unsigned char *b = buf;
+    for (size_t i = 0; i < size; i++) {
+        *h = (*h ^ b[i]) * 1099511628211ull;
+    }
+    return true;
+}
+
+static void coll_handler(void *ctx, bool done, cq_data_t data, int error)
+{
+    struct coll *c = ctx;
+    if (data) {
+        c->total += cq_data_get_size(data);
+        cq_data_apply_f(data, &c->sum, sum_region);
+        if (c->all) {
+            cq_data_t all = cq_data_create_concat(c->all, data);
+            cq_release(c->all);
+            c->all = all;
+        }
+    }
+    if (!done) {
+        c->partials++;
+        return;
+    }
+    c->done = true;
+    c->done_size = data ? cq_data_get_size(data) : 0;
+    c->done_data_null = data == NULL;
+    c->error = error;
+    cq_semaphore_signal(c->done_sema);
+}
+
+static void wait_done(struct coll *c)
+{
+    WAIT_SEMA(c->done_sema);
+}
+
+static char *tmp_path(const char *name)
+{
+    static char buf[256];
+    snprintf(buf, sizeof buf, "/tmp/cq-test-io-%d-%s%s", (int)getpid(), name,
+             CQ_TEST_IO_FALLBACK ? "-fb" : "");
+    return buf;
+}
+
+static uint64_t fill_random(unsigned char *b, size_t n, uint64_t seed)
+{
+    uint64_t s = seed, h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t v = next_random(&s);
+        size_t k = n - i < 8 ? n - i : 8;
+        memcpy(b + i, &v, k);
+    }
+    for (size_t i = 0; i < n; i++) {
+        h = (h ^ b[i]) * 1099511628211ull;
+    }
+    return h;
+}
+
+static cq_data_t string_data(const char *s)
+{
+    return cq_data_create_f(s, strlen(s), NULL, CQ_DATA_DESTRUCTOR_DEFAULT);
+}
+
+static bool data_equals(cq_data_t d, const char *s)
+{
+    size_t n = strlen(s);
+    if (d == NULL || cq_data_get_size(d) != n) {
+        return false;
+    }
+    char *b = malloc(n + 1);
+    cq_data_copy_bytes(d, 0, b, n);
+    bool ok = memcmp(b, s, n) == 0;
+    free(b);
+    return ok;
+}
+
+struct cleanup_rec {
+    cq_semaphore_t sema;
+    int error;
+};
+
+static void cleanup_handler(void *ctx, int error)
+{
+    struct cleanup_rec *r = ctx;
+    r->error = error;
+    cq_semaphore_signal(r->sema);
+}
+
+/* Channels the tests close: the cleanup handler counts, and done_with waits for it, so a test
+ * closes a descriptor only after the channel has let it go (its flags restored), as the API
+ * requires; otherwise a late restore could hit the next test's descriptor of the same number. */
+static cq_semaphore_t g_cleaned;
+
+static void count_cleanup(void *ctx, int error)
+{
+    (void)ctx;
+    (void)error;
+    cq_semaphore_signal(g_cleaned);
+}
+
+static cq_io_t mk(cq_io_type_t type, int fd, cq_queue_t q)
+{
+    return cq_io_create_f(type, fd, q, NULL, count_cleanup);
+}
+
+static void done_with(cq_io_t ch, cq_io_close_flags_t flags)
+{
+    cq_io_close(ch, flags);
+    cq_release(ch);
+    WAIT_SEMA(g_cleaned);
+}
+
+/* ---- tests ---------------------------------------------------------------------------------- */
+
+static void test_engine(void)
+{
+    const char *e = cq__io_file_engine();
+    fprintf(stderr, "   engine: %s\n", e);
+    if (CQ_TEST_IO_FALLBACK) {
+        CHECK(strcmp(e, "threads") == 0);
+    }
+}
+
+/* 64 MiB written through a random channel in 1 MiB pieces, read back through a stream
+ * channel to EOF; the checksums match and every byte is accounted for. */
+static void test_round_trip_64mib(void)
+{
+    const size_t n = 64u << 20, piece = 1u << 20;
+    char *path = tmp_path("big");
+    unlink(path);
+    unsigned char *src = malloc(n);
+    uint64_t want = fill_random(src, n, 42);
+    cq_data_t all = cq_data_create_f(src, n, NULL, CQ_DATA_DESTRUCTOR_FREE);
+    cq_queue_t q = cq_queue_create("test.io.file", NULL);
+    struct cleanup_rec cr = {cq_semaphore_create(0), -1};
+    cq_io_t w = cq_io_create_with_path_f(CQ_IO_RANDOM, path, O_CREAT | O_TRUNC | O_RDWR, 0600, q,
+                                         &cr, cleanup_handler);
+    REQUIRE(w != NULL);
+    struct coll wc[64];
+    for (size_t i = 0; i < n / piece; i++) {
+        cq_data_t part = cq_data_create_subrange(all, i * piece, piece);
+        coll_init(&wc[i], false);
+        cq_io_write_f(w, (off_t)(i * piece), part, q, &wc[i], coll_handler);
+        cq_release(part);
+    }
+    for (size_t i = 0; i < n / piece; i++) {
+        wait_done(&wc[i]);
+        CHECK_EQ(wc[i].error, 0);
+        CHECK(wc[i].done_data_null);
+        coll_free(&wc[i]);
+    }
+    cq_io_close(w, 0);
+    cq_release(w);
+    WAIT_SEMA(cr.sema);
+    CHECK_EQ(cr.error, 0);
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && (size_t)st.st_size == n);
+
+    cq_io_t r = cq_io_create_with_path_f(CQ_IO_STREAM, path, O_RDONLY, 0, q, &cr,
+                                         cleanup_handler);
+    struct coll rc;
+    coll_init(&rc, false);
+    cq_io_read_f(r, 0, SIZE_MAX, q, &rc, coll_handler);
+    wait_done(&rc);
+    CHECK_EQ(rc.error, 0);
+    CHECK_EQ(rc.total, n);
+    CHECK_EQ(rc.done_size, 0); /* EOF */
+    CHECK(rc.sum == want);
+    CHECK(rc.partials >= 64); /* delivered as it was read */
+    cq_release(r);
+    WAIT_SEMA(cr.sema);
+    coll_free(&rc);
+    cq_release(all);
+    cq_release(cr.sema);
+    cq_release(q);
+    unlink(path);
+}
+
+/* Random-access offsets count from the position the channel was created at; a read past the
+ * end delivers what there is, then EOF. */
+static void test_random_offsets(void)
+{
+    char *path = tmp_path("rand");
+    int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0600);
+    REQUIRE(fd >= 0);
+    const char *text = "0123456789abcdefghijklmnopqrstuvwxyz";
+    REQUIRE(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+    REQUIRE(lseek(fd, 10, SEEK_SET) == 10);
+    cq_queue_t q = cq_queue_create("test.io.file", NULL);
+    struct cleanup_rec cr = {cq_semaphore_create(0), -1};
+    cq_io_t ch = cq_io_create_f(CQ_IO_RANDOM, fd, q, &cr, cleanup_handler);
+    struct coll a, b, c;
+    coll_init(&a, true);
+    coll_init(&b, true);
+    coll_init(&c, true);
+    cq_io_read_f(ch, 5, 6, q, &a, coll_handler);         /* bytes 15..20 */
+    cq_io_read_f(ch, 0, 3, q, &b, coll_handler);         /* bytes 10..12 */
+    cq_io_read_f(ch, 20, SIZE_MAX, q, &c, coll_handler); /* 30..35, then EOF */
+    wait_done(&a);
+    wait_done(&b);
+    wait_done(&c);
+    CHECK(data_equals(a.all, "fghijk"));
+    CHECK(data_equals(b.all, "abc"));
+    CHECK(data_equals(c.all, "uvwxyz"));
+    CHECK_EQ(c.done_size, 0);
+    CHECK_EQ(a.error + b.error + c.error, 0);
+    coll_free(&a);
+    coll_free(&b);
+    coll_free(&c);
+
+    cq_io_close(ch, 0);
+    cq_release(ch);
+    WAIT_SEMA(cr.sema);
+    CHECK_EQ(cr.error, 0);
+    CHECK_EQ(lseek(fd, 0, SEEK_CUR), 10); /* a random channel leaves the position alone */
+    close(fd);
+    cq_release(cr.sema);
+    cq_release(q);
+    unlink(path);
+}
+
+struct barrier_rec {
+    cq_semaphore_t sema;
+    struct coll *write; /* must be done when the barrier runs */
+    bool write_was_done;
+    int fd;
+    bool fd_ok;
+    atomic_int ran;
+};
+
+static void barrier_fn(void *ctx)
+{
+    struct barrier_rec *b = ctx;
+    b->write_was_done = b->write->done;
+    b->fd_ok = b->fd >= 0;
+    atomic_fetch_add(&b->ran, 1);
+    cq_semaphore_signal(b->sema);
+}
+
+/* write; barrier; read: the barrier runs after the write, the read sees what it wrote. */
+static void test_barrier_orders_writes_and_reads(void)
+{
+    char *path = tmp_path("barrier");
+    int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0600);
+    REQUIRE(fd >= 0);
+    REQUIRE(write(fd, "..........", 10) == 10);
+    cq_queue_t q = cq_queue_create("test.io.file", NULL);
+    for (int type = CQ_IO_STREAM; type <= CQ_IO_RANDOM; type++) {
+        REQUIRE(lseek(fd, 0, SEEK_SET) == 0);
+        cq_io_t ch = mk((cq_io_type_t)type, fd, q);
+        struct coll w, r;
+        coll_init(&w, false);
+        coll_init(&r, true);
+            struct barrier_rec b = {cq_semaphore_create(0), &w, false, cq_io_get_descriptor(ch),
+                                false, 0};
+        cq_data_t d = string_data("hello");
+        cq_io_write_f(ch, 2, d, q, &w, coll_handler);
+        cq_release(d);
+        cq_io_barrier_f(ch, &b, barrier_fn);
+        cq_io_read_f(ch, 0, 10, q, &r, coll_handler);
+        WAIT_SEMA(b.sema);
+        wait_done(&w);
+        wait_done(&r);
+        CHECK(b.fd_ok);
+        CHECK_EQ(w.error, 0);
+        CHECK_EQ(r.error, 0);
+        if (type == CQ_IO_RANDOM) {
+            CHECK(data_equals(r.all, "hehello..."));
+        } else {
+            /* a stream channel writes and reads at its position (the offsets are ignored): the
+             * write went to 0..4, the read continued after it to the end */
+            CHECK(data_equals(r.all, "....."));
+        }
+        done_with(ch, 0);
+        coll_free(&w);
+        coll_free(&r);
+        cq_release(b.sema);
+    }
+    char buf[16] = {0};
+    CHECK(pread(fd, buf, 10, 0) == 10);
+    CHECK(memcmp(buf, "hehello...", 10) == 0);
+    close(fd);
+    cq_release(q);
+    unlink(path);
+}
+
+static void hold_barrier(void *ctx)
+{
+    WAIT_SEMA((cq_semaphore_t)ctx);
+}
+
+/* Close with stop ends every operation once (ECANCELED unless it finished first); no crash,
+ * no second done. */
+static void test_close_stop_file(void)
+{
+    char *path = tmp_path("stop");
+    int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0600);
+    REQUIRE(fd >= 0);
+    REQUIRE(ftruncate(fd, 8 << 20) == 0);
+    cq_queue_t q = cq_queue_create("test.io.file", NULL);
+    struct cleanup_rec cr = {cq_semaphore_create(0), -1};
+    cq_io_t ch = cq_io_create_f(CQ_IO_STREAM, fd, q, &cr, cleanup_handler);
+    cq_io_set_high_water(ch, 4096);
+    struct coll c[8];
+    cq_semaphore_t hold = cq_semaphore_create(0);
+    for (int i = 0; i < 8; i++) {
+        coll_init(&c[i], false);
+        cq_io_read_f(ch, 0, 1 << 20, q, &c[i], coll_handler);
+        if (i == 0) {
+            /* the reads after this barrier cannot start before the stop */
+            cq_io_barrier_f(ch, hold, hold_barrier);
+        }
+    }
+    cq_io_close(ch, CQ_IO_STOP);
+    cq_semaphore_signal(hold);
+    int canceled = 0;
+    for (int i = 0; i < 8; i++) {
+        wait_done(&c[i]);
+        CHECK(c[i].error == 0 || c[i].error == ECANCELED);
+        /* one that finished first has all its bytes; a stopped one delivered whole pieces */
+        CHECK(c[i].error != 0 || c[i].total == 1 << 20);
+        CHECK(c[i].total % 4096 == 0);
+        canceled += c[i].error == ECANCELED;
+        coll_free(&c[i]);
+    }
+    CHECK(canceled >= 7);
+    cq_release(ch);
+    WAIT_SEMA(cr.sema); /* after every operation is gone, the barrier too */
+    cq_release(hold);
+    close(fd);
+    cq_release(cr.sema);
+    cq_release(q);
+    unlink(path);
+}
+
+/* A stream channel reads from the descriptor's position and leaves it after what it read; a
+ * channel made from it shares the descriptor, which is released when both are done. */
+static void test_stream_position_and_with_io(void)
+{
+    char *path = tmp_path("pos");
+    int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0600);
+    REQUIRE(fd >= 0);
+    REQUIRE(write(fd, "abcdefghij", 10) == 10);
+    REQUIRE(lseek(fd, 2, SEEK_SET) == 2);
+    cq_queue_t q = cq_queue_create("test.io.file", NULL);
+    struct cleanup_rec cr1 = {cq_semaphore_create(0), -1}, cr2 = {cq_semaphore_create(0), -1};
+    cq_io_t ch = cq_io_create_f(CQ_IO_STREAM, fd, q, &cr1, cleanup_handler);
+    cq_io_t ra = cq_io_create_with_io_f(CQ_IO_RANDOM, ch, q, &cr2, cleanup_handler);
+    REQUIRE(ra != NULL);
+    struct coll a, b;
+    coll_init(&a, true);
+    coll_init(&b, true);
+    cq_io_read_f(ch, 0, 3, q, &a, coll_handler);
+    cq_io_read_f(ra, 5, 2, q, &b, coll_handler); /* relative to 2: bytes 7..8 */
+    wait_done(&a);
+    wait_done(&b);
+    CHECK(data_equals(a.all, "cde"));
+    CHECK(data_equals(b.all, "hi"));
+    cq_io_close(ch, 0);
+    cq_release(ch);
+    cq_io_close(ra, 0);
+    cq_release(ra);
+    WAIT_SEMA(cr2.sema);
+    WAIT_SEMA(cr1.sema);
+    CHECK_EQ(lseek(fd, 0, SEEK_CUR), 5);
+    close(fd);
+    coll_free(&a);
+    coll_free(&b);
+    cq_release(cr1.sema);
+    cq_release(cr2.sema);
+    cq_release(q);
+    unlink(path);
+}
+
+/* A path channel opens lazily, with its flags and mode; a missing file fails with ENOENT. */
+static void test_path_channel(void)
+{
+    char *path = tmp_path("lazy");
+    unlink(path);
+    cq_queue_t q = cq_queue_create("test.io.file", NULL);
+    struct cleanup_rec cr = {cq_semaphore_create(0), -1};
+    cq_io_t ch = cq_io_create_with_path_f(CQ_IO_RANDOM, path, O_RDONLY, 0, q, &cr,
+                                          cleanup_handler);
+    CHECK_EQ(cq_io_get_descriptor(ch), -1); /* not opened before the first operation */
+    struct coll c;
+    coll_init(&c, true);
+    cq_io_read_f(ch, 0, 10, q, &c, coll_handler);
+    wait_done(&c);
+    CHECK_EQ(c.error, ENOENT);
+    CHECK(c.done_data_null);
+    cq_release(ch);
+    WAIT_SEMA(cr.sema);
+    CHECK_EQ(cr.error, ENOENT);
+    coll_free(&c);
+
+    ch = cq_io_create_with_path_f(CQ_IO_STREAM, path, O_CREAT | O_WRONLY, 0640, q, &cr,
+                                  cleanup_handler);
+    coll_init(&c, false);
+    cq_data_t d = string_data("lazy");
+    cq_io_write_f(ch, 0, d, q, &c, coll_handler);
+    cq_release(d);
+    wait_done(&c);
+    CHECK_EQ(c.error, 0);
+    cq_io_close(ch, 0);
+    cq_release(ch);
+    WAIT_SEMA(cr.sema);
+    CHECK_EQ(cr.error, 0);
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && st.st_size == 4 && (st.st_mode & 0777) == 0640);
+    coll_free(&c);
+    cq_release(cr.sema);
+    cq_release(q);
+    unlink(path);
+}
+
+/* Partial deliveries at the water marks on a file. */
+static void test_file_water_marks(void)
+{
+    char *path = tmp_path("marks");
+    int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0600);
+    REQUIRE(fd >= 0);
+    unsigned char *b = malloc(100000);
+    fill_random(b, 100000, 7);
+    REQUIRE(write(fd, b, 100000) == 100000);
+    REQUIRE(lseek(fd, 0, SEEK_SET) == 0);
+    free(b);
+    cq_queue_t q = cq_queue_create("test.io.file", NULL);
+    cq_io_t ch = mk(CQ_IO_RANDOM, fd, q);
+    cq_io_set_high_water(ch, 10000);
+    cq_io_set_low_water(ch, 10000);
+    struct coll c;
+    coll_init(&c, false);
+    cq_io_read_f(ch, 0, 95000, q, &c, coll_handler);
+    wait_done(&c);
+    CHECK_EQ(c.error, 0);
+    CHECK_EQ(c.total, 95000);
+    CHECK_EQ(c.partials, 9);
+    CHECK_EQ(c.done_size, 5000);
+    done_with(ch, 0);
+    close(fd);
+    coll_free(&c);
+    cq_release(q);
+    unlink(path);
+}
+
+int main(void)
+{
+    g_cleaned = cq_semaphore_create(0);
+    if (CQ_TEST_IO_FALLBACK) {
+        setenv("CQ_IO_URING", "0", 1); /* read once, at the first file operation */
+    }
+    RUN(test_engine);
+    RUN(test_round_trip_64mib);
+    RUN(test_random_offsets);
+    RUN(test_barrier_orders_writes_and_reads);
+    RUN(test_close_stop_file);
+    RUN(test_stream_position_and_with_io);
+    RUN(test_path_channel);
+    RUN(test_file_water_marks);
+    TEST_MAIN_END();
+}
