@@ -495,6 +495,52 @@ static void test_file_water_marks(void)
     unlink(path);
 }
 
+/* Reads "forked" from `path` through a random channel; true if it arrived whole. */
+static bool read_forked_file(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return false;
+    }
+    cq_queue_t q = cq_queue_create("test.io.fork", NULL);
+    cq_io_t ch = mk(CQ_IO_RANDOM, fd, q);
+    struct coll c;
+    coll_init(&c, true);
+    cq_io_read_f(ch, 0, SIZE_MAX, q, &c, coll_handler);
+    bool ok = cq_semaphore_wait(c.done_sema, cq_test_deadline()) == 0 && c.error == 0 &&
+              data_equals(c.all, "forked");
+    done_with(ch, 0);
+    close(fd);
+    coll_free(&c);
+    cq_release(q);
+    return ok;
+}
+
+/* fork() after file I/O: the child must not submit to the parent's ring (the same kernel
+ * object); it sets up its own engine and reads, and the parent's engine still works after. */
+static void test_fork_child_reads(void)
+{
+    char *path = tmp_path("fork");
+    int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
+    REQUIRE(fd >= 0);
+    REQUIRE(write(fd, "forked", 6) == 6);
+    close(fd);
+    CHECK(read_forked_file(path)); /* the engine is running in the parent */
+    const char *engine = cq__io_file_engine();
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        alarm(60);
+        bool ok = read_forked_file(path) && strcmp(cq__io_file_engine(), engine) == 0;
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK(read_forked_file(path));
+    unlink(path);
+}
+
 int main(void)
 {
     g_cleaned = cq_semaphore_create(0);
@@ -509,5 +555,6 @@ int main(void)
     RUN(test_stream_position_and_with_io);
     RUN(test_path_channel);
     RUN(test_file_water_marks);
+    RUN(test_fork_child_reads);
     TEST_MAIN_END();
 }

@@ -12,6 +12,7 @@
 
 #include "io/io_internal.h"
 #include "platform/diag_internal.h"
+#include "platform/fork_internal.h"
 #include "platform/thread_start_internal.h"
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -85,3 +86,26 @@ void cq__io_pool_submit(struct cq__io_req *req)
         }
     }
 }
+
+/* ---- fork() (platform/fork_internal.h): the child has none of the pool's threads; the jobs
+ * queued at the fork are the parent's to run (running them here too would do each read or
+ * write twice), so the child starts with an empty pool that grows again on use. */
+static void pool_fork_prepare(void)
+{
+    pthread_mutex_lock(&pool_lock);
+}
+
+static void pool_fork_parent(void)
+{
+    pthread_mutex_unlock(&pool_lock);
+}
+
+static void pool_fork_child(void)
+{
+    pool_head = pool_tail = NULL;
+    pool_threads = pool_idle = 0;
+    pthread_cond_init(&pool_cond, NULL);
+    pthread_mutex_unlock(&pool_lock);
+}
+
+CQ__FORK_REGISTER(io_pool, CQ__FORK_RANK_IO, pool_fork_prepare, pool_fork_parent, pool_fork_child)

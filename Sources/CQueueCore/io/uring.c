@@ -24,6 +24,7 @@
 
 #include "io/io_internal.h"
 #include "platform/diag_internal.h"
+#include "platform/fork_internal.h"
 #include "platform/thread_start_internal.h"
 
 #define RING_ENTRIES 256u
@@ -238,3 +239,34 @@ static void *io_thread_main(void *arg)
     }
     return NULL;
 }
+
+/* ---- fork() (platform/fork_internal.h) ---------------------------------------------------------
+ * The ring belongs to the parent: its descriptor and its MAP_SHARED rings are the same kernel
+ * object in both processes, so the child must never submit to it. The child forgets it (closes
+ * its copy of the descriptor; the mappings stay, unused) and sets up its own ring on first use.
+ * Requests in flight at the fork complete in the parent only, as timers are dropped in the
+ * child (docs/fork.md).
+ */
+static void uring_fork_prepare(void)
+{
+    pthread_mutex_lock(&ring_lock);
+}
+
+static void uring_fork_parent(void)
+{
+    pthread_mutex_unlock(&ring_lock);
+}
+
+static void uring_fork_child(void)
+{
+    if (ring.fd >= 0) {
+        close(ring.fd);
+    }
+    memset(&ring, 0, sizeof ring);
+    ring.fd = -1;
+    use_uring = false;
+    engine_once = (pthread_once_t)PTHREAD_ONCE_INIT;
+    pthread_mutex_unlock(&ring_lock);
+}
+
+CQ__FORK_REGISTER(uring, CQ__FORK_RANK_IO, uring_fork_prepare, uring_fork_parent, uring_fork_child)

@@ -35,6 +35,8 @@ enum cq__fork_rank {
     CQ__FORK_RANK_TIMER,        /* timer.c: schedule lock (and cq_after_f's); timers dropped */
     CQ__FORK_RANK_SPECIFIC,     /* queue_specific.c: writers' lock */
     CQ__FORK_RANK_TASK,         /* task.c: trim lock, arena lock, depot pop lock */
+    CQ__FORK_RANK_IO,           /* io/uring.c, io/io_pool.c: ring and blocking-pool locks
+                                   (leaves); the child starts its own ring and threads */
     CQ__FORK_RANK_REGISTRY,     /* queue_registry.c, introspect.c: the live-object lists' locks
                                    (leaves: only an RCU read lock is taken under them) */
     CQ__FORK_RANK_RCU,          /* rcu.c: liburcu-bp's grace-period and registry locks */
