@@ -41,6 +41,13 @@ open class SQBlockOperation: SQOperation, @unchecked Sendable {
         super.init()
     }
 
+    /// An operation with one block, created by `queue` for itself (see
+    /// ``SQOperation/init(claimedBy:)``).
+    internal init(block: @escaping @Sendable () -> Void, claimedBy queue: SQOperationQueue) {
+        firstBlock = block
+        super.init(claimedBy: queue)
+    }
+
     /// Adds a block. Stops the process with a message if the operation has started (is
     /// executing or has finished).
     ///

@@ -7,6 +7,7 @@ extension SQOperation {
             if !state.insertDependency(operation) {
                 return false
             }
+            mayHaveDependencies = true
             guard state.phase == .pending else {
                 return false
             }

@@ -35,7 +35,14 @@ extension SQOperation {
         switch outcome {
         case .run:
             SQRuntime.probeOperationState(self, .executing)
-            main(finish: Finisher(self))
+            if type(of: self) == SQBlockOperation.self {
+                // A plain block operation: nothing overrides main(finish:), whose default this
+                // is, written out without the Finisher's reference.
+                main()
+                SQOperationContext.finishAsLastStep(self)
+            } else {
+                main(finish: Finisher(self))
+            }
         case .finishCancelled:
             SQOperationContext.finishAsLastStep(self)
         case .misuse(let problem):
@@ -76,21 +83,35 @@ extension SQOperation {
                 ordering: .releasing)
             dependents = state.dependents.take()
             swap(&completion, &state.completionBlock)
+            // From here on the operation no longer names its queue in its locked state; this
+            // thread, if it is the operation's start path, names it in its context until the
+            // queue lets go (operationFinished): no second lock for that.
             queue = state.queue
+            state.queue = nil
             state.publish(.finished, to: &deliverer)
             return true
         }
         guard first else { return }
         SQRuntime.probeOperationState(self, .finished)
+        if queue != nil {
+            if handOff.finishing == nil, let context = SQOperationContext.current,
+                context.pointee.operation === self
+            {
+                handOff.finishing = context
+            }
+            handOff.finishing?.pointee.finishingQueue = queue
+        }
         deliverer?.deliver()
         if let completion {
             completion()
         }
         completion = nil
-        for dependent in dependents.elementsForRelease {
-            dependent.dependencyReleased(handOff: &handOff)
+        if !dependents.isEmpty {
+            for dependent in dependents.elementsForRelease {
+                dependent.dependencyReleased(handOff: &handOff)
+            }
+            dependents = SQOperationList()
         }
-        dependents = SQOperationList()
         // safety: the operation is still in the queue, and a queue that holds operations
         // keeps itself alive; after this call the queue may be gone.
         if let queue {

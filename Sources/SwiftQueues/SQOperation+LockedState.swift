@@ -14,8 +14,8 @@ extension SQOperation.LockedState {
 
 extension SQOperation.LockedState {
     /// A strong reference to the operation's queue, for use after the lock is dropped. Safe
-    /// under the operation lock: the queue clears the field, under this lock, before it lets
-    /// the operation go (and so before it can be freed).
+    /// under the operation lock: the operation's finish clears the field, under this lock,
+    /// before the queue lets the operation go (and so before it can be freed).
     func queueReference() -> SQOperationQueue? {
         queue?.takeUnretainedValue()
     }

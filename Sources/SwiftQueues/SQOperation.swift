@@ -56,10 +56,12 @@ open class SQOperation: @unchecked Sendable, CustomStringConvertible {
         var dependencies = SQOperationList()
         /// Operations waiting for this one; released (and emptied) when it finishes.
         var dependents = SQOperationList()
-        /// The queue the operation was added to, until the queue lets it go (after it
-        /// finished). Unmanaged: a queue that holds operations keeps itself alive; code that
-        /// uses it after dropping the lock takes a strong reference under the lock
-        /// (`queueReference`).
+        /// The queue the operation was added to, until the operation finishes (the finish
+        /// clears it under the lock, before the queue lets the operation go; the finishing
+        /// start path names the queue in its context meanwhile: see
+        /// `SQOperationContext.finishingQueue`). Unmanaged: a queue that holds operations
+        /// keeps itself alive; code that uses it after dropping the lock takes a strong
+        /// reference under the lock (`queueReference`).
         var queue: Unmanaged<SQOperationQueue>?
         var completionBlock: (@Sendable () -> Void)?
         /// Rarely used state, created on first use.
@@ -81,7 +83,7 @@ open class SQOperation: @unchecked Sendable, CustomStringConvertible {
 
     /// The operation lock. A leaf except for the observer hub's lock; the queue lock may be
     /// held while taking it, never the other way round.
-    internal let state = SQMutex(LockedState())
+    internal let state: SQMutex<LockedState>
 
     /// `cancelled`, `finished`, `executing` and the default readiness, readable without the
     /// lock (see ``SQOperationFlags``): written under the lock with release stores, read with
@@ -104,6 +106,12 @@ open class SQOperation: @unchecked Sendable, CustomStringConvertible {
     /// barrier ignores ``cancel()`` and is gated by the queue instead of dependencies.
     @exclusivity(unchecked)
     internal var isQueueBarrier = false
+
+    /// Set (under the operation lock, never cleared) when a first dependency is recorded, so
+    /// that `deinit` of an operation that never had one takes no lock: `deinit` runs after
+    /// every other access (the last release orders them), so a plain read is enough.
+    @exclusivity(unchecked)
+    internal var mayHaveDependencies = false
 
     // Queue-side fields: written and read only under the owning queue's lock (or, for
     // `queueTarget`, `queueQoS` and `owningQueue`, after the dispatch that the lock ordered).
@@ -139,7 +147,17 @@ open class SQOperation: @unchecked Sendable, CustomStringConvertible {
     /// no name. Subclasses override ``main()`` (or ``main(finish:)``).
     ///
     /// Never blocks. Foundation: `Operation()`.
-    public init() {}
+    public init() {
+        state = SQMutex(LockedState())
+    }
+
+    /// An operation created by `queue` for itself (`addOperation` with a closure,
+    /// `addBarrierBlock`), already claimed by it: its locked state names the queue from the
+    /// start, so the queue need not claim it under the lock (nobody else can see it before
+    /// the queue links it).
+    internal init(claimedBy queue: SQOperationQueue) {
+        state = SQMutex(LockedState(queue: Unmanaged.passUnretained(queue)))
+    }
 
     deinit {
         // An operation keeps its dependencies; releasing the last operation of a long chain
@@ -147,6 +165,7 @@ open class SQOperation: @unchecked Sendable, CustomStringConvertible {
         // with a work list instead: a dependency nobody else holds gives up its own
         // dependencies before it is freed. (The first one waits in `single`: a chain
         // allocates nothing here.)
+        guard mayHaveDependencies else { return }
         var single: SQOperation?
         var more: [SQOperation] = []
         func collect(_ list: SQOperationList) {

@@ -23,6 +23,11 @@ internal struct SQOperationContext {
     var handOff: Unmanaged<SQOperation>?
     /// Hand-offs left.
     var budget = SQOperationQueue.handOffBudget
+    /// While `operation` finishes on this thread, from the step that takes its queue out of
+    /// its locked state until the queue has let it go: that queue (alive until then), so that
+    /// ``SQOperationQueue/current`` and the queue's waiting check still name it (from the
+    /// completion block and the observers) without the finish taking the operation lock again.
+    var finishingQueue: Unmanaged<SQOperationQueue>?
 
     /// The thread-specific key (created once, never deleted).
     private static let key: pthread_key_t = {
@@ -37,6 +42,18 @@ internal struct SQOperationContext {
         pthread_getspecific(key)?.assumingMemoryBound(to: SQOperationContext.self)
     }
 
+    /// The queue of the calling thread's operation while the queue holds it: the finishing
+    /// queue, or the one named in the operation's locked state (a strong reference taken
+    /// under the lock). Nil outside a start path.
+    static func currentOperationQueue() -> SQOperationQueue? {
+        guard let context = current else { return nil }
+        if let queue = context.pointee.finishingQueue {
+            // safety: this thread is finishing the operation, which its queue still holds.
+            return queue.takeUnretainedValue()
+        }
+        return context.pointee.operation.state.withLock { $0.queueReference() }
+    }
+
     /// Whether the calling thread is a queue's start path for `operation` (so that ``start()``
     /// knows the queue, not the user, calls it).
     static func isStarting(_ operation: SQOperation) -> Bool {
@@ -46,10 +63,10 @@ internal struct SQOperationContext {
     /// Runs `body` with the calling thread's context set (to `operation` first), then restores
     /// the previous one.
     static func run(
-        _ operation: SQOperation,
+        _ operation: Unmanaged<SQOperation>,
         _ body: (UnsafeMutablePointer<SQOperationContext>) -> Void
     ) {
-        var context = SQOperationContext(operation: operation)
+        var context = operation._withUnsafeGuaranteedRef { SQOperationContext(operation: $0) }
         let previous = pthread_getspecific(key)
         withUnsafeMutablePointer(to: &context) { context in
             _ = pthread_setspecific(key, context)
@@ -69,6 +86,7 @@ internal struct SQOperationContext {
             return
         }
         var handOff = SQOperationHandOff(target: operation.queueTarget)
+        handOff.finishing = context
         operation.finishOperation(handOff: &handOff)
         context.pointee.handOff = handOff.taken
     }

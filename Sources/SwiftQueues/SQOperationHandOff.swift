@@ -9,6 +9,10 @@ internal struct SQOperationHandOff {
     let target: OpaquePointer?
     /// The operation taken (with its submission's reference), if any. At most one.
     var taken: Unmanaged<SQOperation>?
+    /// The context of the finishing operation's start path, when the finish runs on it: it
+    /// names the operation's queue while the queue still holds the operation (see
+    /// ``SQOperationContext/finishingQueue``). Set by the finish, cleared by the queue.
+    var finishing: UnsafeMutablePointer<SQOperationContext>?
 
     init(target: OpaquePointer?) {
         self.target = target

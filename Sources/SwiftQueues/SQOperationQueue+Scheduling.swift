@@ -34,10 +34,24 @@ extension SQOperationQueue {
         if let misuse = check.misuse {
             sqOperationMisuse("SQOperationQueue.addOperation(_:): \(operation) \(misuse)")
         }
+        admitClaimed(operation, ready: check.ready, operationQoS: operationQoS)
+    }
+
+    /// Adds an operation the queue created for itself, already claimed (see
+    /// ``SQOperation/init(claimedBy:)``): pending, not cancelled, with no dependency and no
+    /// quality of service of its own, and seen by no other thread yet.
+    internal func enqueueClaimed(_ operation: SQOperation) {
+        admitClaimed(operation, ready: true, operationQoS: nil)
+    }
+
+    /// Links a claimed operation into the queue and starts it, lists it or holds it back.
+    private func admitClaimed(
+        _ operation: SQOperation, ready: Bool, operationQoS: SQQoS.QoSClass?
+    ) {
         var startable: Unmanaged<SQOperation>?
         var deliverer: SQOperationObservers<StateChange>?
         state.withLock { state in
-            let ready = check.ready || operation.queueState == .readyWhileAdding
+            let ready = ready || operation.queueState == .readyWhileAdding
             let qos = operationQoS ?? state.qualityOfService
             operation.owningQueue = Unmanaged.passUnretained(self)
             operation.queueQoS = qos
@@ -141,10 +155,10 @@ extension SQOperationQueue {
             }
             return state.takeStartable()
         }
-        // From here on the operation no longer names its queue (SQOperationQueue.current
-        // takes its reference under the operation lock, so before this point, while the queue
-        // is certainly alive).
-        operation.state.withLock { $0.queue = nil }
+        // From here on the operation no longer names its queue (its finish took it out of the
+        // locked state; the finishing start path named it in its context until now, while the
+        // queue is certainly alive).
+        handOff.finishing?.pointee.finishingQueue = nil
         if !operation.isQueueBarrier {
             progress.operationFinished()
         }

@@ -5,9 +5,7 @@ import CQueueCore
 internal let sqStartQueuedOperation: cq_function_t = { context in
     // safety: `context` is an operation retained once by takeStartable for this submission;
     // the C core calls each submitted function exactly once.
-    let operation = Unmanaged<SQOperation>.fromOpaque(context.unsafelyUnwrapped)
-        .takeRetainedValue()
-    SQOperationQueue.startSubmitted(operation)
+    SQOperationQueue.startSubmitted(Unmanaged<SQOperation>.fromOpaque(context.unsafelyUnwrapped))
 }
 
 extension SQOperationQueue {
@@ -17,16 +15,23 @@ extension SQOperationQueue {
     internal static let handOffBudget = 1024
 
     /// Runs on a pool thread for an operation holding a slot, then for each operation handed
-    /// off to it (see ``SQOperationContext/handOff``).
-    internal static func startSubmitted(_ operation: SQOperation) {
+    /// off to it (see ``SQOperationContext/handOff``). Consumes the submission's reference to
+    /// `operation` (and to each operation handed off), released once its start path is done.
+    internal static func startSubmitted(_ operation: Unmanaged<SQOperation>) {
         SQOperationContext.run(operation) { context in
-            var next: SQOperation? = operation
+            var next: Unmanaged<SQOperation>? = operation
             while let current = next {
-                context.pointee.operation = current
-                startOne(current)
-                next = context.pointee.handOff?.takeRetainedValue()
+                // safety: `current` carries the submission's reference until the release
+                // below; the context's unowned pointer is not read after it (the next
+                // iteration sets it first, and `run` then restores the previous context).
+                current._withUnsafeGuaranteedRef { operation in
+                    context.pointee.operation = operation
+                    startOne(operation)
+                }
+                next = context.pointee.handOff
                 context.pointee.handOff = nil
                 context.pointee.budget -= 1
+                current.release()
             }
         }
     }

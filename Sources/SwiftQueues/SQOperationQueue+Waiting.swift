@@ -1,10 +1,7 @@
 extension SQOperationQueue {
     /// The body of ``waitUntilAllOperationsAreFinished()``.
     internal func waitUntilEmpty() {
-        if let context = SQOperationContext.current,
-            context.pointee.operation.state.withLock({ $0.queue?.toOpaque() })
-                == Unmanaged.passUnretained(self).toOpaque()
-        {
+        if SQOperationContext.currentOperationQueue() === self {
             sqOperationMisuse(
                 "SQOperationQueue.waitUntilAllOperationsAreFinished(): called from an "
                     + "operation of \(self), which cannot finish while it waits; that would wait "

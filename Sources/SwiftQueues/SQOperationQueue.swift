@@ -107,7 +107,7 @@ open class SQOperationQueue: @unchecked Sendable, CustomStringConvertible {
     /// C core's task. Thread-safe; never blocks.
     /// Foundation: `OperationQueue.addOperation(_:)` with a closure.
     open func addOperation(_ block: @escaping @Sendable () -> Void) {
-        enqueue(SQBlockOperation(block: block))
+        enqueueClaimed(SQBlockOperation(block: block, claimedBy: self))
     }
 
     /// Adds a barrier: `barrier` runs once every operation added before it has finished
@@ -118,9 +118,9 @@ open class SQOperationQueue: @unchecked Sendable, CustomStringConvertible {
     /// O(1) (plus O(number of pending barriers) when each operation finishes).
     /// Thread-safe; never blocks. Foundation: `OperationQueue.addBarrierBlock(_:)`.
     open func addBarrierBlock(_ barrier: @escaping @Sendable () -> Void) {
-        let operation = SQBlockOperation(block: barrier)
+        let operation = SQBlockOperation(block: barrier, claimedBy: self)
         operation.isQueueBarrier = true
-        enqueue(operation)
+        enqueueClaimed(operation)
     }
 
     // MARK: - Inspecting
@@ -250,9 +250,9 @@ open class SQOperationQueue: @unchecked Sendable, CustomStringConvertible {
     ///
     /// Thread-safe; never blocks. Foundation: `OperationQueue.current`.
     public static var current: SQOperationQueue? {
-        if let context = SQOperationContext.current {
+        if SQOperationContext.current != nil {
             // The operation's queue until the queue lets it go (see operationFinished).
-            return context.pointee.operation.state.withLock { $0.queueReference() }
+            return SQOperationContext.currentOperationQueue()
         }
         if cq_thread_is_main() || cq_queue_is_current(SQQueue.main.handle) {
             return main

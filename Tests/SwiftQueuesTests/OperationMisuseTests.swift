@@ -153,6 +153,25 @@ final class SelfWaitingOperation: SQOperation, @unchecked Sendable {
         #expect(Self.message(result).contains("waits for itself from inside its own start()"))
     }
 
+    @Test func testWaitingForTheQueueFromACompletionBlock() async {
+        let result = await #expect(
+            processExitsWith: .failure, observing: [\.standardErrorContent]
+        ) {
+            let queue = SQOperationQueue()
+            let done = SQSemaphore(value: 0)
+            let operation = SQBlockOperation {}
+            operation.completionBlock = {
+                // The queue still holds the operation while its completion block runs.
+                SQOperationQueue.current?.waitUntilAllOperationsAreFinished()
+                done.signal()
+            }
+            queue.addOperation(operation)
+            _ = done.wait(timeout: SQTime.now() + .seconds(60))
+        }
+        #expect(Self.message(result).contains(
+            "SQOperationQueue.waitUntilAllOperationsAreFinished(): called from an operation of"))
+    }
+
     @Test func testWaitingForTheQueueFromItsOwnOperation() async {
         let result = await #expect(
             processExitsWith: .failure, observing: [\.standardErrorContent]

@@ -528,6 +528,48 @@ func meetingOperations(_ queue: SQOperationQueue, count: Int) -> Int {
         #expect(inCompletion.values == [true])
     }
 
+    /// An operation that finishes itself on its start path and records what
+    /// `SQOperationQueue.current` says before, during (its completion block) and after.
+    final class SelfFinishingOperation: SQOperation, @unchecked Sendable {
+        let queue: SQOperationQueue
+        let seen = Log<String>()
+
+        init(queue: SQOperationQueue) {
+            self.queue = queue
+            super.init()
+            completionBlock = { [seen] in
+                seen.append("completion \(SQOperationQueue.current === queue)")
+            }
+        }
+
+        override func main(finish: Finisher) {
+            seen.append("before \(SQOperationQueue.current === queue)")
+            finish()
+            // The queue has let the operation go: the start path no longer names it.
+            seen.append("after \(SQOperationQueue.current == nil)")
+        }
+    }
+
+    @Test func testCurrentQueueWhileTheOperationFinishes() {
+        let queue = SQOperationQueue()
+        // The operation's own observers run on the finishing thread (nobody else delivers).
+        let observed = Log<String>()
+        let operation = SQBlockOperation {}
+        let observation = operation.observeStateChanges { change in
+            if change == .executing || change == .finished {
+                observed.append("\(change) \(SQOperationQueue.current === queue)")
+            }
+        }
+        let selfFinishing = SelfFinishingOperation(queue: queue)
+        let returned = completes {
+            queue.addOperations([operation, selfFinishing], waitUntilFinished: true)
+        }
+        #expect(returned)
+        #expect(observed.values == ["executing true", "finished true"])
+        #expect(selfFinishing.seen.values == ["before true", "completion true", "after true"])
+        observation.invalidate()
+    }
+
     @Test func testMainQueue() {
         let main = SQOperationQueue.main
         #expect(main === SQOperationQueue.main)
