@@ -871,7 +871,7 @@ static void test_internal_constructors(void)
 
 /* ---- misuse ------------------------------------------------------------------------------------ */
 
-#if !defined(__SANITIZE_ADDRESS__) /* see test_misuse */
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) /* see test_misuse */
 static void over_release(void *arg)
 {
     (void)arg;
@@ -911,7 +911,7 @@ static void marker_called(void *arg)
 
 static void test_misuse(void)
 {
-#if !defined(__SANITIZE_ADDRESS__)
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
     /* The second release reads the freed object: reported as an over-release, or as "not a
      * CQueueCore object (or was already freed)" once malloc reused the memory. Meaningful only
      * without a sanitizer watching. */

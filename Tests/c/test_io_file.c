@@ -516,6 +516,14 @@ static bool read_forked_file(const char *path)
     return ok;
 }
 
+/* ThreadSanitizer refuses new threads in a child of a multi-threaded process unless told
+ * otherwise; the child below starts the runtime's (read only by TSan builds). */
+const char *__tsan_default_options(void);
+const char *__tsan_default_options(void)
+{
+    return "die_after_fork=0";
+}
+
 /* fork() after file I/O: the child must not submit to the parent's ring (the same kernel
  * object); it sets up its own engine and reads, and the parent's engine still works after. */
 static void test_fork_child_reads(void)
