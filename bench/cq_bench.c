@@ -43,10 +43,6 @@
 
 #include "bench.h"
 
-#ifndef CQ_BENCH_DISPATCH_LIBDIR
-#define CQ_BENCH_DISPATCH_LIBDIR "?"
-#endif
-
 uint64_t bench_now_ns(void)
 {
     struct timespec ts;
@@ -810,7 +806,7 @@ static void print_machine(void)
     int affinity = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : -1;
     struct cq_runtime_info info;
     cq_runtime_get_info(&info);
-    printf("cq-bench: CQueueCore vs libdispatch (%s), one process\n", CQ_BENCH_DISPATCH_LIBDIR);
+    printf("cq-bench: CQueueCore vs the Swift toolchain's libdispatch, one process\n");
     printf("machine:  %s, kernel %s %s, nproc %ld online, %d in affinity mask\n", model, u.sysname,
            u.release, sysconf(_SC_NPROCESSORS_ONLN), affinity);
     snprintf(machine.model, sizeof machine.model, "%s", model);

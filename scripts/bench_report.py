@@ -109,11 +109,21 @@ def list_workloads(cmd):
             if line.strip() and "(the same runs" not in line]
 
 
+def shown_arg(arg):
+    """A command-line argument as the log shows it: paths relative to the repository, the
+    interpreter as `python3` (the log is committed; other machines have other folders)."""
+    if arg == sys.executable:
+        return "python3"
+    if os.path.isabs(arg) and arg.startswith(ROOT + os.sep):
+        return os.path.relpath(arg, ROOT)
+    return arg
+
+
 def run_tool(cmd, log_path, progress, on_line):
     """Runs cmd, its stdout and stderr into log_path; calls on_line(line) for each stdout line.
     Returns the exit status."""
     with open(log_path, "w") as log:
-        log.write("$ " + " ".join(shlex.quote(c) for c in cmd) + "\n")
+        log.write("$ " + " ".join(shlex.quote(shown_arg(c)) for c in cmd) + "\n")
         log.flush()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 bufsize=1)
