@@ -7,7 +7,7 @@
  */
 #include <fcntl.h>
 #include <poll.h>
-#include <sched.h>
+#include <pthread.h>
 
 #include "cq_test.h"
 
@@ -90,18 +90,23 @@ static int find_source(struct seen *s, const void *src)
 }
 
 struct holder {
-    atomic_int started, release;
+    cq_semaphore_t started;
+    bool release; /* under lock */
+    pthread_mutex_t lock;
+    pthread_cond_t released;
 };
 
-/* Holds its queue (and its worker) until released: spins, so its worker stays "running". */
+/* Holds its queue (and its worker) until released. It waits on a plain condition variable, not
+ * in a runtime wait, so its worker stays "running" (a runtime wait would hand its CPU on). */
 static void hold(void *ctx)
 {
     struct holder *h = ctx;
-    atomic_store(&h->started, 1);
-    while (!atomic_load(&h->release)) {
-        struct timespec d = {0, 100000};
-        nanosleep(&d, NULL);
+    cq_semaphore_signal(h->started);
+    pthread_mutex_lock(&h->lock);
+    while (!h->release) {
+        pthread_cond_wait(&h->released, &h->lock);
     }
+    pthread_mutex_unlock(&h->lock);
 }
 
 static void noop(void *ctx)
@@ -126,12 +131,11 @@ static void test_queues_workers_sources(void)
     cq_suspend(suspended);
     cq_async_f(suspended, NULL, noop); /* waits in the list */
 
-    struct holder h = {0, 0};
+    struct holder h = {.started = cq_semaphore_create(0), .release = false,
+                       .lock = PTHREAD_MUTEX_INITIALIZER, .released = PTHREAD_COND_INITIALIZER};
     cq_async_f(serial, &h, hold);
     cq_async_f(serial, NULL, noop); /* waits behind hold */
-    while (!atomic_load(&h.started)) {
-        sched_yield();
-    }
+    WAIT_SEMA(h.started);
 
     cq_source_t data = cq_source_create(cq_source_type(CQ_SOURCE_KIND_DATA_ADD), 0, 0, conc);
     cq_source_t timer = cq_source_create(cq_source_type(CQ_SOURCE_KIND_TIMER), 0, 0, child);
@@ -230,7 +234,12 @@ static void test_queues_workers_sources(void)
     CHECK(strstr(buf, "data-add") != NULL);
     CHECK(strstr(buf, "workers:") != NULL);
 
-    atomic_store(&h.release, 1);
+    pthread_mutex_lock(&h.lock);
+    h.release = true;
+    pthread_cond_signal(&h.released);
+    pthread_mutex_unlock(&h.lock);
+    cq_sync_f(serial, NULL, noop); /* hold has returned: h may go */
+    cq_release(h.started);
     cq_source_cancel(timer);
     cq_activate(timer);
     cq_release(data);
@@ -252,19 +261,10 @@ static void test_freed_queue_leaves(void)
     struct seen *s = look();
     CHECK(find_queue(s, "intro.short-lived") >= 0);
     free(s);
-    cq_release(q);
-    uint64_t deadline = cq_test_now_ns() + (uint64_t)CQ_TEST_PATIENCE_NS;
-    for (;;) {
-        s = look();
-        int i = find_queue(s, "intro.short-lived");
-        free(s);
-        if (i < 0 || cq_test_now_ns() > deadline) {
-            CHECK(i < 0);
-            break;
-        }
-        struct timespec d = {0, 1000000};
-        nanosleep(&d, NULL);
-    }
+    cq_release(q); /* idle, no finalizer: freed inside this call */
+    s = look();
+    CHECK(find_queue(s, "intro.short-lived") < 0);
+    free(s);
 }
 
 /* The child: CQ_DUMP_SIGNAL=SIGUSR2 in its environment; makes a queue, says ready, waits. */

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #endif
 #include "cq_test.h"
+#include "io_test_support.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -126,42 +127,6 @@ static bool data_equals(cq_data_t d, const char *s)
     return ok;
 }
 
-struct cleanup_rec {
-    cq_semaphore_t sema;
-    int error;
-};
-
-static void cleanup_handler(void *ctx, int error)
-{
-    struct cleanup_rec *r = ctx;
-    r->error = error;
-    cq_semaphore_signal(r->sema);
-}
-
-/* Channels the tests close: the cleanup handler counts, and done_with waits for it, so a test
- * closes a descriptor only after the channel has let it go (its flags restored), as the API
- * requires; otherwise a late restore could hit the next test's descriptor of the same number. */
-static cq_semaphore_t g_cleaned;
-
-static void count_cleanup(void *ctx, int error)
-{
-    (void)ctx;
-    (void)error;
-    cq_semaphore_signal(g_cleaned);
-}
-
-static cq_io_t mk(cq_io_type_t type, int fd, cq_queue_t q)
-{
-    return cq_io_create_f(type, fd, q, NULL, count_cleanup);
-}
-
-static void done_with(cq_io_t ch, cq_io_close_flags_t flags)
-{
-    cq_io_close(ch, flags);
-    cq_release(ch);
-    WAIT_SEMA(g_cleaned);
-}
-
 /* ---- tests ---------------------------------------------------------------------------------- */
 
 static void test_engine(void)
@@ -184,7 +149,7 @@ static void test_round_trip_64mib(void)
     uint64_t want = fill_random(src, n, 42);
     cq_data_t all = cq_data_create_f(src, n, NULL, CQ_DATA_DESTRUCTOR_FREE);
     cq_queue_t q = cq_queue_create("test.io.file", NULL);
-    struct cleanup_rec cr = {cq_semaphore_create(0), -1};
+    struct cleanup_rec cr = {cq_semaphore_create(0), -1, 0};
     cq_io_t w = cq_io_create_with_path_f(CQ_IO_RANDOM, path, O_CREAT | O_TRUNC | O_RDWR, 0600, q,
                                          &cr, cleanup_handler);
     REQUIRE(w != NULL);
@@ -239,7 +204,7 @@ static void test_random_offsets(void)
     REQUIRE(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
     REQUIRE(lseek(fd, 10, SEEK_SET) == 10);
     cq_queue_t q = cq_queue_create("test.io.file", NULL);
-    struct cleanup_rec cr = {cq_semaphore_create(0), -1};
+    struct cleanup_rec cr = {cq_semaphore_create(0), -1, 0};
     cq_io_t ch = cq_io_create_f(CQ_IO_RANDOM, fd, q, &cr, cleanup_handler);
     struct coll a, b, c;
     coll_init(&a, true);
@@ -350,7 +315,7 @@ static void test_close_stop_file(void)
     REQUIRE(fd >= 0);
     REQUIRE(ftruncate(fd, 8 << 20) == 0);
     cq_queue_t q = cq_queue_create("test.io.file", NULL);
-    struct cleanup_rec cr = {cq_semaphore_create(0), -1};
+    struct cleanup_rec cr = {cq_semaphore_create(0), -1, 0};
     cq_io_t ch = cq_io_create_f(CQ_IO_STREAM, fd, q, &cr, cleanup_handler);
     cq_io_set_high_water(ch, 4096);
     struct coll c[8];
@@ -395,7 +360,7 @@ static void test_stream_position_and_with_io(void)
     REQUIRE(write(fd, "abcdefghij", 10) == 10);
     REQUIRE(lseek(fd, 2, SEEK_SET) == 2);
     cq_queue_t q = cq_queue_create("test.io.file", NULL);
-    struct cleanup_rec cr1 = {cq_semaphore_create(0), -1}, cr2 = {cq_semaphore_create(0), -1};
+    struct cleanup_rec cr1 = {cq_semaphore_create(0), -1, 0}, cr2 = {cq_semaphore_create(0), -1, 0};
     cq_io_t ch = cq_io_create_f(CQ_IO_STREAM, fd, q, &cr1, cleanup_handler);
     cq_io_t ra = cq_io_create_with_io_f(CQ_IO_RANDOM, ch, q, &cr2, cleanup_handler);
     REQUIRE(ra != NULL);
@@ -430,7 +395,7 @@ static void test_path_channel(void)
     char *path = tmp_path("lazy");
     unlink(path);
     cq_queue_t q = cq_queue_create("test.io.file", NULL);
-    struct cleanup_rec cr = {cq_semaphore_create(0), -1};
+    struct cleanup_rec cr = {cq_semaphore_create(0), -1, 0};
     cq_io_t ch = cq_io_create_with_path_f(CQ_IO_RANDOM, path, O_RDONLY, 0, q, &cr,
                                           cleanup_handler);
     CHECK_EQ(cq_io_get_descriptor(ch), -1); /* not opened before the first operation */
