@@ -4,9 +4,8 @@ import CQueueCore
 ///
 /// `SQQueue.async` and `SQGroup.notify` allocate exactly one of these per submission and pass it
 /// to the C core as an opaque, retained context (`Unmanaged.passRetained(box).toOpaque()`);
-/// ``sqRunWorkBox`` takes that retained reference back and calls the closure. An ``SQWorkItem``
-/// instead keeps one box for the life of its C item: `sqCallWorkItemBox` calls the closure
-/// without consuming it, and the item's finalizer releases it. Not public API.
+/// ``sqRunWorkBox`` takes that retained reference back and calls the closure. (An
+/// ``SQWorkItem`` needs no box: its closure lives inside its C item.) Not public API.
 @usableFromInline
 internal final class SQWorkBox {
     @usableFromInline
@@ -47,7 +46,7 @@ internal func sqSubmitInline(
     barrier: Bool
 ) {
     // safety: prepare returns CQ_SWIFT_INLINE_BYTES (16) 8-aligned uninitialised bytes, and a
-    // closure is 16 bytes with 8-byte alignment (checked by WorkBoxTests); initialising
+    // closure is 16 bytes with 8-byte alignment (checked by InlineSubmissionTests); initialising
     // takes a +1 reference on the closure's context, which sqRunInline's move gives back.
     let bytes = cq_swift_async_prepare(queue, group, sqRunInline).unsafelyUnwrapped
     bytes.initializeMemory(as: (@Sendable () -> Void).self, to: work)

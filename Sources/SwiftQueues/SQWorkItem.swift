@@ -18,8 +18,8 @@ import CQueueCore
 /// Thread-safety: every method may be called from any thread. Everything the first run did
 /// happens-before a ``wait()`` that returns and before the notified work starts. The wrapper
 /// owns one reference to the C item, and each submission holds another until its run is over,
-/// so an item may be dropped right after submitting it. The closure is released when the C
-/// item is freed (its finalizer), asynchronously on the default-priority global queue.
+/// so an item may be dropped right after submitting it. The closure lives inside the C item and
+/// is released when the C item is freed, on the thread that dropped its last reference.
 ///
 /// Porting from Dispatch: `DispatchWorkItem` → `SQWorkItem`; the method names and labels are
 /// the same.
@@ -41,7 +41,7 @@ public final class SQWorkItem: @unchecked Sendable {
     ///     queue a barrier; the other flags are accepted and ignored.
     ///   - block: the work; it is kept until the item is freed.
     ///
-    /// One allocation for the closure's box, one for the C item. Thread-safe; never blocks.
+    /// One allocation for the C item, which holds the closure. Thread-safe; never blocks.
     /// Stops the process, with a message, for flags that are none of ``SQWorkItemFlags``'
     /// (a raw value the C core does not know) or if memory is exhausted.
     /// Dispatch: `DispatchWorkItem(qos:flags:block:)`.
@@ -54,16 +54,18 @@ public final class SQWorkItem: @unchecked Sendable {
         precondition(
             unknown.isEmpty,
             "SQWorkItem(flags:): unknown flags 0x\(String(unknown.rawValue, radix: 16))")
-        let box = Unmanaged.passRetained(SQWorkBox(block))
-        guard let created = cq_work_item_create_f(flags.rawValue, box.toOpaque(), sqCallWorkItemBox)
+        var bytes: UnsafeMutableRawPointer?
+        guard
+            let created = cq_swift_work_item_create(
+                flags.rawValue, sqCallWorkItemClosure, sqDestroyWorkItemClosure, &bytes)
         else {
-            box.release()
-            fatalError("SQWorkItem(flags:): cq_work_item_create_f failed (out of memory)")
+            fatalError("SQWorkItem(flags:): cq_swift_work_item_create failed (out of memory)")
         }
-        // The C item owns the box's reference from here on: the finalizer releases it when the
-        // item is freed. Set before the item is shared, as cq_set_context requires.
-        cq_set_context(sqObject(created), box.toOpaque())
-        cq_set_finalizer_f(sqObject(created), sqReleaseWorkItemBox)
+        // safety: the C item's inline bytes are CQ_SWIFT_INLINE_BYTES (16), 8-aligned and
+        // uninitialised, and a closure is 16 bytes with 8-byte alignment (checked by
+        // InlineSubmissionTests); the item is not shared yet. The item owns the closure from here on:
+        // sqDestroyWorkItemClosure deinitialises it when the item is freed.
+        bytes.unsafelyUnwrapped.initializeMemory(as: (@Sendable () -> Void).self, to: block)
         handle = created
         self.flags = flags
     }
@@ -121,16 +123,19 @@ public final class SQWorkItem: @unchecked Sendable {
     }
 }
 
-/// The C function of every ``SQWorkItem``: calls the closure in the item's box, which the item
-/// keeps (the box is not consumed: an item can run more than once).
-internal let sqCallWorkItemBox: cq_function_t = { context in
-    // safety: `context` is the box retained in SQWorkItem.init; the C item releases that
-    // reference only in its finalizer, after the last run (every run holds a reference).
-    Unmanaged<SQWorkBox>.fromOpaque(context!).takeUnretainedValue().work()
+/// The C function of every ``SQWorkItem``: calls the closure in the item's inline bytes, which
+/// the item keeps (it is not consumed: an item can run more than once).
+internal let sqCallWorkItemClosure: cq_function_t = { bytes in
+    // safety: `bytes` are the item's inline bytes, initialised with one closure in
+    // SQWorkItem.init and deinitialised only when the item is freed, after the last run (every
+    // run holds a reference).
+    bytes.unsafelyUnwrapped.assumingMemoryBound(to: (@Sendable () -> Void).self).pointee()
 }
 
-/// The finalizer of every ``SQWorkItem``'s C item: drops the item's reference to its box.
-internal let sqReleaseWorkItemBox: cq_function_t = { context in
-    // safety: the C core calls the finalizer once, with the context set in SQWorkItem.init.
-    Unmanaged<SQWorkBox>.fromOpaque(context!).release()
+/// The destroy function of every ``SQWorkItem``'s C item: releases the closure.
+internal let sqDestroyWorkItemClosure: cq_function_t = { bytes in
+    // safety: the C core calls it once, when the item is freed, with the bytes SQWorkItem.init
+    // initialised.
+    bytes.unsafelyUnwrapped.assumingMemoryBound(to: (@Sendable () -> Void).self).deinitialize(
+        count: 1)
 }

@@ -324,6 +324,21 @@ import SwiftQueues
         #expect(freed.wait(timeout: patience()) == .success)
     }
 
+    /// The closure lives inside the C item and goes with the item's last reference, on the
+    /// thread that drops it, as with DispatchWorkItem (no hop through a queue).
+    @Test func testClosureReleasedSynchronouslyByLastReference() {
+        final class Captured: Sendable {}
+        weak var weakCaptured: Captured?
+        do {
+            let captured = Captured()
+            weakCaptured = captured
+            let item = SQWorkItem { _ = captured }
+            item.perform()
+            #expect(weakCaptured != nil)
+        }
+        #expect(weakCaptured == nil)
+    }
+
     @Test func testFlagsHaveDispatchValues() {
         // The C core's CQ_WORK_ITEM_* values, which are libdispatch's DISPATCH_BLOCK_* values.
         #expect(SQWorkItemFlags.barrier.rawValue == 0x1)

@@ -180,6 +180,89 @@ static void test_cancel_races_run(void)
     fprintf(stderr, "   %d of %d raced items ran before the cancel\n", ran, ROUNDS);
 }
 
+/* Waiting and notifying racing the item's finish (the completion group is made on first use):
+ * every notification fires exactly once, every wait returns, and a notification requested after
+ * the finish still fires. */
+static void test_wait_notify_race_finish(void)
+{
+    enum { ROUNDS = 2000 };
+    for (int i = 0; i < ROUNDS; i++) {
+        struct counter c = {.notify_sema = cq_semaphore_create(0)};
+        cq_work_item_t w = cq_work_item_create_f(0, &c, count_run);
+        cq_async_work_item(global(), w);
+        if (i % 2) {
+            cq_work_item_notify_f(w, global(), &c, count_notify);
+            CHECK_EQ(cq_work_item_wait(w, cq_test_deadline()), 0);
+        } else {
+            CHECK_EQ(cq_work_item_wait(w, cq_test_deadline()), 0);
+            cq_work_item_notify_f(w, global(), &c, count_notify);
+        }
+        CHECK_EQ(atomic_load(&c.runs), 1); /* the wait returned after the run */
+        WAIT_SEMA(c.notify_sema);
+        cq_work_item_notify_f(w, global(), &c, count_notify); /* finished: fires at once */
+        WAIT_SEMA(c.notify_sema);
+        CHECK_EQ(atomic_load(&c.notified), 2);
+        cq_release(w);
+        cq_release(c.notify_sema);
+    }
+}
+
+/* ---- the inline form (swift_support.h: SwiftQueues' SQWorkItem) ----------------------- */
+
+struct inline_state {
+    atomic_int runs;
+    atomic_int destroyed;
+    cq_semaphore_t destroyed_sema;
+};
+
+static void inline_call(void *bytes)
+{
+    struct inline_state *st = *(struct inline_state **)bytes;
+    atomic_fetch_add(&st->runs, 1);
+}
+
+static void inline_destroy(void *bytes)
+{
+    struct inline_state *st = *(struct inline_state **)bytes;
+    atomic_fetch_add(&st->destroyed, 1);
+    cq_semaphore_signal(st->destroyed_sema);
+}
+
+static void test_inline_item(void)
+{
+    struct inline_state st = {.destroyed_sema = cq_semaphore_create(0)};
+    void *bytes = NULL;
+    cq_work_item_t w = cq_swift_work_item_create(0, inline_call, inline_destroy, &bytes);
+    REQUIRE(w != NULL);
+    REQUIRE(bytes != NULL);
+    CHECK_EQ((uintptr_t)bytes % 8, 0);
+    memcpy(bytes, &(struct inline_state *){&st}, sizeof(void *));
+    cq_work_item_perform(w);
+    cq_work_item_perform(w); /* the bytes are not consumed by a run */
+    CHECK_EQ(atomic_load(&st.runs), 2);
+    cq_release(w);
+    CHECK_EQ(atomic_load(&st.destroyed), 1); /* synchronously, by the last release */
+
+    /* Submitted and released at once: destroyed after the submission's run, exactly once. */
+    cq_work_item_t s = cq_swift_work_item_create(0, inline_call, inline_destroy, &bytes);
+    REQUIRE(s != NULL);
+    memcpy(bytes, &(struct inline_state *){&st}, sizeof(void *));
+    cq_async_work_item(global(), s);
+    cq_release(s);
+    WAIT_SEMA(st.destroyed_sema); /* the first item's signal */
+    WAIT_SEMA(st.destroyed_sema);
+    CHECK_EQ(atomic_load(&st.runs), 3);
+    CHECK_EQ(atomic_load(&st.destroyed), 2);
+
+    errno = 0;
+    CHECK(cq_swift_work_item_create(0, inline_call, NULL, &bytes) == NULL);
+    CHECK_EQ(errno, EINVAL);
+    errno = 0;
+    CHECK(cq_swift_work_item_create(0, NULL, inline_destroy, &bytes) == NULL);
+    CHECK_EQ(errno, EINVAL);
+    cq_release(st.destroyed_sema);
+}
+
 /* ---- barrier flag --------------------------------------------------------------------- */
 
 struct barrier_check {
@@ -264,6 +347,8 @@ int main(void)
     RUN(test_cancel_before_run);
     RUN(test_cancel_while_running);
     RUN(test_cancel_races_run);
+    RUN(test_wait_notify_race_finish);
+    RUN(test_inline_item);
     RUN(test_barrier_flag);
     RUN(test_lifetime);
     RUN(test_bad_input);

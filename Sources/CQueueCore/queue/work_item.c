@@ -1,15 +1,21 @@
 /*
  * Work items (include/cqueuecore/work_item.h).
  *
- * The item's completion is an internal group, entered once at creation and left once when the
- * item finishes: waiting and notifications are the group's. The state word:
+ * The state word:
  *   CANCELLED  set by cq_work_item_cancel
- *   FINISHED   set by whoever leaves the group (fetch_or: exactly one)
+ *   FINISHED   set by whoever finishes the item (fetch_or: exactly one)
  *   STARTED    set by the first run that passed the cancel check
+ *   LEFT       set by whoever leaves the completion group (fetch_or: exactly one)
  * A run sets STARTED and then looks for CANCELLED; a cancel sets CANCELLED and then looks for
  * STARTED (both seq_cst read-modify-writes): at least one of them sees the other, so either the
  * run goes ahead and the cancel leaves the finishing to it, or the run skips; an item cancelled
  * before any run started finishes in the cancel.
+ *
+ * Waiting and notifications are a group's, made only when first needed (most items are never
+ * waited for): the group is created entered and installed with a CAS. The finisher sets
+ * FINISHED and then looks for the group; the installer installs the group and then looks for
+ * FINISHED (seq_cst on both sides): at least one of them sees the other, and LEFT makes sure the
+ * group is left once. A waiter that finds FINISHED already set needs no group at all.
  */
 #include <cqueuecore/source.h> /* cq_after_f */
 #include <cqueuecore/work_item.h>
@@ -19,10 +25,12 @@
 
 #include "platform/diag_internal.h"
 #include "platform/object_internal.h"
+#include "queue/work_item_internal.h"
 
 #define WI_CANCELLED 1u
 #define WI_FINISHED 2u
 #define WI_STARTED 4u
+#define WI_LEFT 8u
 
 #define WI_KNOWN_FLAGS                                                                             \
     (CQ_WORK_ITEM_BARRIER | CQ_WORK_ITEM_DETACHED | CQ_WORK_ITEM_ASSIGN_CURRENT |                  \
@@ -34,7 +42,13 @@ struct cq_work_item_s {
     void *context;          /* written once */
     unsigned long flags;    /* written once */
     _Atomic uint32_t state; /* WI_* bits, see above */
-    cq_group_t done;        /* entered until the item finishes; written once */
+    /* entered until the item finishes; NULL until a waiter or a notification needs it, then
+     * written once (CAS) */
+    _Atomic(cq_group_t) done;
+    /* The inline form (cq__work_item_create_inline): `context` points to `bytes`, and
+     * destroy(bytes) runs when the item is freed. NULL for cq_work_item_create_f's items. */
+    cq_function_t destroy;
+    _Alignas(8) unsigned char bytes[CQ__WORK_ITEM_INLINE_BYTES];
 };
 
 static void finish(struct cq_work_item_s *w);
@@ -47,7 +61,14 @@ static void work_item_dispose(struct cq__object *o)
     /* Released without ever running (nor being cancelled): leave its group now, as libdispatch
      * does, so notifications still run and the group, kept alive while entered, goes too. */
     finish(w);
-    cq_release(w->done);
+    /* acquire: the installer's CAS published the group; pairs with its seq_cst CAS */
+    cq_group_t done = cq__load(&w->done, acquire);
+    if (done) {
+        cq_release(done);
+    }
+    if (w->destroy) {
+        w->destroy(w->bytes);
+    }
     o->cls = NULL;
     free(w);
     if (fin && ctx) { /* as libdispatch: no context, no finalizer */
@@ -74,9 +95,7 @@ cq_work_item_t cq_work_item_create_f(unsigned long flags, void *context, cq_func
         return NULL;
     }
     struct cq_work_item_s *w = malloc(sizeof *w);
-    cq_group_t done = w ? cq_group_create() : NULL;
-    if (done == NULL) {
-        free(w);
+    if (w == NULL) {
         errno = ENOMEM;
         return NULL;
     }
@@ -85,19 +104,77 @@ cq_work_item_t cq_work_item_create_f(unsigned long flags, void *context, cq_func
     w->context = context;
     w->flags = flags;
     atomic_init(&w->state, 0);
-    w->done = done;
-    cq_group_enter(done);
+    atomic_init(&w->done, NULL);
+    w->destroy = NULL;
     return w;
+}
+
+cq_work_item_t cq__work_item_create_inline(unsigned long flags, cq_function_t call,
+                                           cq_function_t destroy, void **bytes)
+{
+    if (destroy == NULL) {
+        errno = EINVAL;
+        return NULL;
+    }
+    struct cq_work_item_s *w = cq_work_item_create_f(flags, NULL, call);
+    if (w) {
+        w->context = w->bytes;
+        w->destroy = destroy;
+        *bytes = w->bytes;
+    }
+    return w;
+}
+
+/* Leaves the completion group `done`, unless somebody else did. */
+static void leave_once(struct cq_work_item_s *w, cq_group_t done)
+{
+    /* acq_rel: exactly one caller sees LEFT clear; pairs with the other party's or of LEFT */
+    if ((cq__or(&w->state, WI_LEFT, acq_rel) & WI_LEFT) == 0) {
+        cq_group_leave(done);
+    }
 }
 
 static void finish(struct cq_work_item_s *w)
 {
-    /* acq_rel: the run's effects are released to the group's waiters by the leave; exactly
-     * one caller sees FINISHED clear; pairs with the other party's or of FINISHED (run or
-     * cq_work_item_cancel): one of them finishes */
-    if ((cq__or(&w->state, WI_FINISHED, acq_rel) & WI_FINISHED) == 0) {
-        cq_group_leave(w->done);
+    /* seq_cst: releases the run's effects to waiters that find FINISHED (their acquire load in
+     * cq_work_item_wait), exactly one caller sees FINISHED clear (pairs with the other
+     * party's or of FINISHED: run or cq_work_item_cancel), and the store of the Dekker pair
+     * with completion_group (see the top) */
+    if ((cq__or(&w->state, WI_FINISHED, seq_cst) & WI_FINISHED) == 0) {
+        /* seq_cst: the load of the Dekker pair with completion_group's CAS */
+        cq_group_t done = cq__load(&w->done, seq_cst);
+        if (done) {
+            leave_once(w, done);
+        }
     }
+}
+
+/* The item's completion group, made (entered) and installed on first use. */
+static cq_group_t completion_group(struct cq_work_item_s *w)
+{
+    /* acquire: the group's initialisation by its installer; pairs with the seq_cst CAS below */
+    cq_group_t done = cq__load(&w->done, acquire);
+    if (done) {
+        return done;
+    }
+    cq_group_t made = cq_group_create();
+    if (made == NULL) {
+        cq__crash("cq_work_item: out of memory for the item's completion group");
+    }
+    cq_group_enter(made);
+    cq_group_t expected = NULL;
+    /* seq_cst: the store of the Dekker pair with finish() (see the top) */
+    if (!cq__cas(&w->done, &expected, made, seq_cst)) {
+        cq_group_leave(made);
+        cq_release(made);
+        /* acquire: the installer's group; pairs with its seq_cst CAS */
+        return cq__load(&w->done, acquire);
+    }
+    /* seq_cst: the load of the Dekker pair with finish()'s or of FINISHED */
+    if (cq__load(&w->state, seq_cst) & WI_FINISHED) {
+        leave_once(w, made);
+    }
+    return made;
 }
 
 /* One run (perform, or a submission reached): skipped once cancelled. */
@@ -200,14 +277,18 @@ void cq_group_async_work_item(cq_group_t group, cq_queue_t queue, cq_work_item_t
 intptr_t cq_work_item_wait(cq_work_item_t item, cq_time_t timeout)
 {
     struct cq_work_item_s *w = item_check(item, "cq_work_item_wait");
-    return cq_group_wait(w->done, timeout);
+    /* acquire: everything the first run did; pairs with finish()'s or of FINISHED */
+    if (cq__load(&w->state, acquire) & WI_FINISHED) {
+        return 0;
+    }
+    return cq_group_wait(completion_group(w), timeout);
 }
 
 void cq_work_item_notify_f(cq_work_item_t item, cq_queue_t queue, void *context,
                            cq_function_t function)
 {
     struct cq_work_item_s *w = item_check(item, "cq_work_item_notify_f");
-    cq_group_notify_f(w->done, queue, context, function);
+    cq_group_notify_f(completion_group(w), queue, context, function);
 }
 
 void cq_work_item_cancel(cq_work_item_t item)

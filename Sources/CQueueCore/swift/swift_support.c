@@ -23,6 +23,7 @@
 #include "platform/diag_internal.h"
 #include "platform/probes_internal.h"
 #include "queue/queue_internal.h"
+#include "queue/work_item_internal.h"
 #include "scheduler/pool_internal.h"
 #include "scheduler/task_internal.h"
 
@@ -217,6 +218,15 @@ void cq_swift_async_submit(cq_queue_t q, void *inline_bytes, bool barrier)
     }
     CQ__PROBE_ENQUEUE(q, &t->item);
     cq__queue_push(q, &t->item, CQ__PUSH_TAIL);
+}
+
+_Static_assert(CQ_SWIFT_INLINE_BYTES == CQ__WORK_ITEM_INLINE_BYTES,
+               "the public size is the work item's inline storage");
+
+cq_work_item_t cq_swift_work_item_create(unsigned long flags, cq_function_t call,
+                                         cq_function_t destroy, void **inline_bytes)
+{
+    return cq__work_item_create_inline(flags, call, destroy, inline_bytes);
 }
 
 bool cq_probe_operation_enabled(void)

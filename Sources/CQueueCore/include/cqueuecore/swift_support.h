@@ -12,6 +12,7 @@
 #include <cqueuecore/base.h>
 #include <cqueuecore/group.h>
 #include <cqueuecore/queue.h>
+#include <cqueuecore/work_item.h>
 
 CQ_BEGIN_DECLS
 
@@ -65,6 +66,20 @@ CQ_EXPORT void cq_swift_tsan_release(const void *address);
 #define CQ_SWIFT_INLINE_BYTES 16
 CQ_EXPORT void *cq_swift_async_prepare(cq_queue_t queue, cq_group_t group, cq_function_t function);
 CQ_EXPORT void cq_swift_async_submit(cq_queue_t queue, void *inline_bytes, bool barrier);
+
+/*
+ * cq_swift_work_item_create
+ *   cq_work_item_create_f without a context allocation: the item holds CQ_SWIFT_INLINE_BYTES
+ *   bytes (8-byte aligned, uninitialised) whose address is stored in *inline_bytes; the caller
+ *   writes its state there before it shares the item (SwiftQueues' SQWorkItem puts its closure
+ *   there). Every run calls call(p) with p that address; destroy(p) is called once,
+ *   synchronously, by whichever thread drops the item's last reference (cq_release, or the end
+ *   of a submission's run), before the memory is freed. NULL with errno EINVAL for a NULL call or
+ *   destroy or an unknown flag, ENOMEM without memory. Thread-safe; never blocks.
+ */
+CQ_EXPORT cq_work_item_t cq_swift_work_item_create(unsigned long flags, cq_function_t call,
+                                                   cq_function_t destroy,
+                                                   void **inline_bytes) CQ_WARN_RESULT;
 
 /*
  * cq_probe_operation_enabled / cq_probe_operation_state

@@ -1,0 +1,26 @@
+/*
+ * Work items with their function's state inside the item (for SwiftQueues' SQWorkItem, which
+ * keeps its closure there instead of in a separate box).
+ */
+#ifndef CQ_WORK_ITEM_INTERNAL_H
+#define CQ_WORK_ITEM_INTERNAL_H
+
+#include <cqueuecore/work_item.h>
+
+#include "platform/atomic_internal.h"
+
+#define CQ__WORK_ITEM_INLINE_BYTES 16
+
+/*
+ * cq__work_item_create_inline
+ *   As cq_work_item_create_f, with CQ__WORK_ITEM_INLINE_BYTES bytes (8-byte aligned,
+ *   uninitialised) inside the item, whose address is stored in *bytes: every run calls
+ *   call(bytes), and destroy(bytes) is called once, synchronously, on the thread that drops the
+ *   item's last reference, before the memory is freed. The caller initialises the bytes before
+ *   it shares the item. NULL with errno EINVAL for a NULL call or destroy or an unknown flag,
+ *   ENOMEM without memory. Thread-safe; never blocks.
+ */
+CQ_INTERNAL cq_work_item_t cq__work_item_create_inline(unsigned long flags, cq_function_t call,
+                                                       cq_function_t destroy, void **bytes);
+
+#endif /* CQ_WORK_ITEM_INTERNAL_H */
