@@ -315,7 +315,7 @@ void cq__queue_push(struct cq_queue_s *q, struct cq__item *it, unsigned flags)
 /* ---------------------------------------------------------------------------------------- */
 /* Unlocking (the drains are in queue_drain.c)                                              */
 
-void cq__queue_unlock(struct cq_queue_s *q, bool drain_ref)
+static void unlock(struct cq_queue_s *q, bool drain_ref, unsigned push_flags)
 {
     uint64_t s = cq__load(&q->state, relaxed), n;
     for (;;) {
@@ -334,10 +334,20 @@ void cq__queue_unlock(struct cq_queue_s *q, bool drain_ref)
         if (!drain_ref) {
             cq__ref_retain(&q->obj);
         }
-        cq__queue_enqueue_on_target(q, CQ__PUSH_TAIL);
+        cq__queue_enqueue_on_target(q, CQ__PUSH_TAIL | push_flags);
     } else if (drain_ref) {
         cq__ref_release(&q->obj);
     }
+}
+
+void cq__queue_unlock(struct cq_queue_s *q, bool drain_ref)
+{
+    unlock(q, drain_ref, 0);
+}
+
+void cq__queue_unlock_drained(struct cq_queue_s *q)
+{
+    unlock(q, true, CQ__PUSH_YIELD);
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -30,7 +30,7 @@ static bool drain_finish(struct cq_queue_s *q, bool may_continue)
             }
         }
     }
-    cq__queue_unlock(q, true);
+    cq__queue_unlock_drained(q);
     return true;
 }
 

@@ -124,6 +124,9 @@ CQ_INTERNAL void cq__queue_enqueue_on_target(struct cq_queue_s *q, unsigned flag
 /* Releases LOCK; re-enqueues q if items are waiting. `drain_ref`: the caller holds the
  * reference of the ENQUEUED/LOCK state (a drainer, or a sync waiter it handed the queue to). */
 CQ_INTERNAL void cq__queue_unlock(struct cq_queue_s *q, bool drain_ref);
+/* As cq__queue_unlock(q, true) by a drainer that stops (budget spent, suspended, or items came
+ * as it finished): a re-enqueue is a yield (CQ__PUSH_YIELD). */
+CQ_INTERNAL void cq__queue_unlock_drained(struct cq_queue_s *q);
 
 /* Takes one unit of width on a concurrent queue if nothing is queued; false otherwise. */
 CQ_INTERNAL bool cq__queue_try_acquire_width(struct cq_queue_s *q);

@@ -94,6 +94,13 @@ void cq__pool_push(struct cq__item *it, unsigned prio, unsigned flags)
             }
         } else {
             cq__pool_ring_push(p, it);
+            if ((flags & CQ__PUSH_YIELD) && prio != CQ__PRIO_HIGH && cq__tls.frame == NULL &&
+                cq__tls.help_depth == 0 && cq__tls.thread != NULL) {
+                /* A drain's yield at the worker's top level: the worker's next search finds
+                 * the queue (or a thief does). Waking another worker would only hand the
+                 * queue to it, cold, 27 µs later. */
+                return;
+            }
             cq__fence(seq_cst); /* store-load: the ring's tail before the idle word; pairs with the
                                    parker's seq_cst idle-word update, fence and re-check
                                    (cq__pool_park in park.c) */

@@ -230,6 +230,10 @@ CQ_INLINE void cq__pool_count(_Atomic uint64_t *counter)
 enum {
     CQ__PUSH_TAIL = 0,
     CQ__PUSH_WAKEUP = 1u << 0, /* a queue just became runnable: LIFO slot of this worker */
+    /* The calling worker's own drain gives its queue back (budget spent): nothing new became
+     * runnable, and the worker looks for work right after, so pushed onto its own ring at its
+     * top level (no task of its around it) the push wakes nobody. */
+    CQ__PUSH_YIELD = 1u << 1,
 };
 
 CQ_INTERNAL void cq__pool_ensure_started(void);
