@@ -21,11 +21,12 @@
 
 /* What a leaf does with its buffer when it is disposed. */
 enum data_destructor {
-    DATA_INLINE, /* the bytes follow the object (same allocation): nothing */
-    DATA_NONE,   /* the caller's: nothing */
-    DATA_FREE,   /* free(bytes) */
-    DATA_MUNMAP, /* munmap(bytes, size) */
-    DATA_CALL,   /* function(context) submitted to queue */
+    DATA_INLINE,  /* the bytes follow the object (same allocation): nothing */
+    DATA_NONE,    /* the caller's: nothing */
+    DATA_FREE,    /* free(bytes) */
+    DATA_MUNMAP,  /* munmap(bytes, size) */
+    DATA_CALL,    /* function(context) submitted to queue */
+    DATA_RECYCLE, /* function(bytes) called at once, on the releasing thread (internal) */
 };
 
 struct data_record {
@@ -299,6 +300,9 @@ static void data_dispose(struct cq__object *o)
                 cq_release(d->queue);
             }
             break;
+        case DATA_RECYCLE:
+            d->function((void *)d->bytes);
+            break;
         case DATA_INLINE:
         case DATA_NONE:
             break;
@@ -326,6 +330,19 @@ cq_data_t cq__data_create_owned(void *buf, size_t size)
     d->size = size;
     d->destructor = DATA_FREE;
     d->bytes = buf;
+    return d;
+}
+
+cq_data_t cq__data_create_recycled(void *buf, size_t size, cq_function_t recycle)
+{
+    struct cq_data_s *d = data_alloc(0);
+    if (cq__unlikely(d == NULL)) {
+        return NULL;
+    }
+    d->size = size;
+    d->destructor = DATA_RECYCLE;
+    d->bytes = buf;
+    d->function = recycle;
     return d;
 }
 

@@ -21,6 +21,14 @@
 CQ_INTERNAL cq_data_t cq__data_create_owned(void *buf, size_t size);
 
 /*
+ * cq__data_create_recycled
+ *   As cq__data_create_owned (size > 0), but when the last reference goes recycle(buf) is
+ *   called at once, on the thread that released it, instead of free (the I/O engine's read
+ *   buffers go back to its cache, still mapped and warm). recycle must not block.
+ */
+CQ_INTERNAL cq_data_t cq__data_create_recycled(void *buf, size_t size, cq_function_t recycle);
+
+/*
  * cq__data_alloc
  *   A one-region data object with `capacity` uninitialised bytes inline (one allocation for the
  *   object and its bytes); *bytes_out points at them. The caller fills them (read(2) into it)

@@ -14,6 +14,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "io/data_internal.h"
 #include "io/io_internal.h"
 #include "platform/diag_internal.h"
 
@@ -30,8 +31,9 @@ static size_t min3(size_t a, size_t b, size_t c)
 
 /* ---- read buffers ------------------------------------------------------------------------
  * Buffers of exactly FILE_CHUNK bytes come back here when the data object made of them is
- * released (its destructor, run on the default global queue), so a long read reuses a few
- * mapped, already-faulted megabytes instead of mapping fresh ones for every piece. */
+ * released (at once, on the releasing thread: cq__data_create_recycled), so a long read reuses
+ * a few mapped, already-faulted and cache-warm megabytes instead of mapping fresh ones for
+ * every piece; the cache is a stack, so the buffer released last is the next one read into. */
 
 #define BUF_CACHE 16
 
@@ -182,15 +184,16 @@ static size_t low_of(const struct cq__io_op *op)
 static void read_got(struct cq__io_op *op, size_t n)
 {
     void *b = op->buf;
-    cq_function_t release = CQ_DATA_DESTRUCTOR_FREE;
+    bool recycle = false;
     if (n < op->buf_len / 2 && op->buf_len > 4096) {
         void *s = realloc(b, n);
         b = s ? s : b;
     } else if (op->buf_len == FILE_CHUNK) {
-        release = buf_recycle;
+        recycle = true;
     }
     op->buf = NULL;
-    cq_data_t d = cq_data_create_f(b, n, NULL, release);
+    cq_data_t d =
+        recycle ? cq__data_create_recycled(b, n, buf_recycle) : cq__data_create_owned(b, n);
     if (d == NULL) {
         cq__crash("out of memory wrapping read bytes");
     }
