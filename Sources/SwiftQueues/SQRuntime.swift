@@ -53,9 +53,11 @@ public enum SQRuntime {
         public var suspendCount: Int
         /// Serial and main: 1 while a drain or a sync holds it; concurrent: its tasks running.
         public var running: Int
-        /// Whether items wait in its list (the runtime keeps no exact count: it would cost
-        /// every submission).
-        public var hasQueuedItems: Bool
+        /// How many items (tasks, barriers, sync callers) wait in its list: a snapshot. 0 for
+        /// global queues, whose items wait in the workers' run queues.
+        public var queuedItems: Int
+        /// Whether items wait in its list (`queuedItems > 0`).
+        public var hasQueuedItems: Bool { queuedItems > 0 }
         public var isInactive: Bool
         /// The label of the queue it runs on (`""` for global queues).
         public var targetLabel: String
@@ -133,7 +135,7 @@ public enum SQRuntime {
                 QueueInfo(
                     label: String(cString: d.label), kind: kind,
                     width: d.width == 0 ? nil : Int(d.width), suspendCount: Int(d.suspend_count),
-                    running: Int(d.running), hasQueuedItems: d.queued != 0,
+                    running: Int(d.running), queuedItems: Int(d.queued),
                     isInactive: d.inactive, targetLabel: String(cString: d.target_label)))
         }
         visitor.worker = { ctx, w in

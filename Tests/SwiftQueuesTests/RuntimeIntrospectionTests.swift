@@ -27,6 +27,7 @@ import Testing
         let child = SQSerialQueue(label: "runtime.snapshot.child", target: serial)
         let suspended = SQSerialQueue(label: "runtime.snapshot.suspended")
         suspended.suspend()
+        for _ in 0..<3 { suspended.async {} }
         let timer = SQSource.makeTimerSource(queue: serial)
 
         let s = SQRuntime.snapshot()
@@ -50,6 +51,9 @@ import Testing
         #expect(concurrentInfo.width == nil)
         #expect(byLabel["runtime.snapshot.child"]?.targetLabel == "runtime.snapshot.serial")
         #expect(byLabel["runtime.snapshot.suspended"]?.suspendCount == 1)
+        #expect(byLabel["runtime.snapshot.suspended"]?.queuedItems == 3)
+        #expect(byLabel["runtime.snapshot.suspended"]?.hasQueuedItems == true)
+        #expect(serialInfo.queuedItems == 0)
 
         #expect(s.workers >= 1)
         #expect(s.workerStates.count >= s.workers)

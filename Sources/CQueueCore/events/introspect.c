@@ -183,8 +183,11 @@ static void dump_queue(void *ctx, const struct cq_introspect_queue *q)
         return;
     }
     fprintf(d->out, "  %-32s %-10s", q->label, queue_kind_name(q->kind));
-    fprintf(d->out, " running %u%s%s", q->running, q->queued ? ", items waiting" : "",
-            q->inactive ? ", inactive" : "");
+    fprintf(d->out, " running %u", q->running);
+    if (q->queued) {
+        fprintf(d->out, ", %u waiting", q->queued);
+    }
+    fprintf(d->out, "%s", q->inactive ? ", inactive" : "");
     if (q->suspend_count) {
         fprintf(d->out, ", suspended %u", q->suspend_count);
     }

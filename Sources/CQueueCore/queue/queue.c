@@ -89,6 +89,8 @@ cq_queue_t cq_queue_create(const char *label, cq_queue_attr_t attr)
     atomic_init(&q->specifics, NULL);
     atomic_init(&q->tail, NULL);
     atomic_init(&q->head, NULL);
+    atomic_init(&q->pushed, 0);
+    atomic_init(&q->popped, 0);
     atomic_init(&q->state, 0);
     q->fork_gen = cq__fork_gen;
     cq__queue_registry_add(q);
@@ -307,6 +309,7 @@ void cq__queue_push(struct cq_queue_s *q, struct cq__item *it, unsigned flags)
     default:
         break;
     }
+    cq__queue_count_push(q);
     if (cq__mpsc_push(&q->tail, &q->head, it, it)) {
         cq__queue_wakeup(q, flags);
     }

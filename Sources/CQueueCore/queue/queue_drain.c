@@ -54,6 +54,7 @@ CQ_INLINE void serial_drain(struct cq_queue_s *q)
             }
             continue;
         }
+        cq__queue_count_pop(q);
         if (it->kind == CQ__ITEM_SYNC_WAITER) {
             cq__frame_pop(&f);
             handoff_to_waiter(it);
@@ -115,6 +116,7 @@ static void concurrent_drain(struct cq_queue_s *q)
             /* acquire: pairs with the release of the last width holder */
             (void)cq__load(&q->state, acquire);
             cq__mpsc_pop(&q->tail, &q->head);
+            cq__queue_count_pop(q);
             if (it->kind == CQ__ITEM_SYNC_WAITER) {
                 handoff_to_waiter(it);
                 return;
@@ -125,6 +127,7 @@ static void concurrent_drain(struct cq_queue_s *q)
             cq__frame_pop(&f);
         } else {
             cq__mpsc_pop(&q->tail, &q->head);
+            cq__queue_count_pop(q);
             uint64_t s = cq__add(&q->state, CQ__QS_WIDTH_ONE, relaxed);
             if (CQ__QS_WIDTH(s) == 0) {
                 cq__ref_retain(&q->obj);

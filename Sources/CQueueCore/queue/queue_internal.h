@@ -74,10 +74,24 @@ struct cq_queue_s {
     struct cq_queue_s *reg_prev, *reg_next;  /* live-queue list (queue_registry.c), its lock */
     /* producers */
     struct cq__item *_Atomic tail CQ_CACHE_ALIGNED;
+    _Atomic uint64_t pushed; /* items ever put in the list (introspection: queued) */
     /* the drainer, and producers on empty->non-empty transitions */
     _Atomic uint64_t state CQ_CACHE_ALIGNED;
     struct cq__item *_Atomic head;
+    _Atomic uint64_t popped; /* items ever taken from the list; written by the drainer only */
 };
+
+/* Counts for introspection's `queued` (pushed - popped, read relaxed: a snapshot). */
+CQ_INLINE void cq__queue_count_push(struct cq_queue_s *q)
+{
+    cq__add(&q->pushed, 1, relaxed);
+}
+
+/* Only the list's consumer (the LOCK or drain owner) calls it: a plain increment. */
+CQ_INLINE void cq__queue_count_pop(struct cq_queue_s *q)
+{
+    cq__store(&q->popped, cq__load(&q->popped, relaxed) + 1, relaxed);
+}
 
 extern struct cq_queue_s cq__root_queues[4];
 extern struct cq_queue_s cq__main_queue;

@@ -51,7 +51,12 @@ static void describe(struct cq_queue_s *q, struct cq_introspect_queue *d)
     d->label = q->label ? q->label : "";
     d->inactive = cq__load(&q->obj.inactive, relaxed) != 0;
     d->suspend_count = (uint32_t)((s & CQ__QS_SUSPEND_MASK) / CQ__QS_SUSPEND_ONE);
-    d->queued = cq__queue_list_empty(q) ? 0 : 1;
+    /* A snapshot: an item is counted pushed before it enters the list and popped after it
+     * left, so popped (read first) never exceeds pushed but for a torn pair of reads. */
+    uint64_t popped = cq__load(&q->popped, relaxed);
+    uint64_t pushed = cq__load(&q->pushed, relaxed);
+    uint64_t queued = pushed > popped ? pushed - popped : 0;
+    d->queued = queued > UINT32_MAX ? UINT32_MAX : (uint32_t)queued;
     d->target_label = "";
     switch (q->kind) {
     case CQ__QUEUE_ROOT:

@@ -58,6 +58,7 @@ static bool sync_acquire(struct cq_queue_s *q, bool exclusive, bool barrier)
     cq__item_init(&w.item, CQ__ITEM_SYNC_WAITER, barrier ? CQ__ITEM_BARRIER : 0);
     cq__event_init(&w.event);
     w.drain_ref = false;
+    cq__queue_count_push(q);
     if (cq__mpsc_push(&q->tail, &q->head, &w.item, &w.item)) {
         cq__queue_wakeup(q, CQ__PUSH_TAIL);
     }
