@@ -100,6 +100,17 @@ static cq_data_t pattern_data(size_t n)
     return cq_data_create_f(b, n, NULL, CQ_DATA_DESTRUCTOR_FREE);
 }
 
+/* Whether `d` holds exactly the n bytes at `want`. */
+static bool data_equals(cq_data_t d, const void *want, size_t n)
+{
+    const void *bytes = NULL;
+    size_t size = 0;
+    cq_data_t map = cq_data_create_map(d, &bytes, &size);
+    bool same = size == n && (n == 0 || memcmp(bytes, want, n) == 0);
+    cq_release(map);
+    return same;
+}
+
 static bool data_is_pattern(cq_data_t d, size_t n)
 {
     if (cq_data_get_size(d) != n) {
@@ -486,18 +497,33 @@ static void test_bad_descriptors(void)
     CHECK(cq_io_create_f(7, 0, q, NULL, NULL) == NULL);
     CHECK_EQ(errno, EINVAL);
 
-    /* a descriptor closed under the channel: the next read fails cleanly */
+    /* The caller's descriptor closed under the channel, before a read and under a read that
+     * waits for data, and its number reused by another open: the channel works on its own
+     * duplicate, so the reads go on with the pipe's bytes (nothing from the other file) to EOF,
+     * and the descriptor the channel reports is still the caller's number. */
     int p[2];
     REQUIRE(pipe(p) == 0);
     cq_io_t ch = mk(CQ_IO_STREAM, p[0], q);
+    CHECK_EQ(cq_io_get_descriptor(ch), p[0]);
     close(p[0]);
     struct coll c;
     coll_init(&c);
-    cq_io_read_f(ch, 0, 100, q, &c, coll_handler);
-    WAIT_SEMA(c.done_sema);
-    CHECK_EQ(c.error, EBADF);
-    done_with(ch, 0);
+    cq_io_set_low_water(ch, 1);
+    cq_io_read_f(ch, 0, SIZE_MAX, q, &c, coll_handler);
+    REQUIRE(write(p[1], "ab", 2) == 2);
+    WAIT_SEMA(c.partial_sema);                           /* "ab" arrived after the caller's close */
+    int other = open("/dev/zero", O_RDONLY | O_CLOEXEC); /* likely p[0]'s number again */
+    REQUIRE(other >= 0);
+    REQUIRE(write(p[1], "cd", 2) == 2);
     close(p[1]);
+    WAIT_SEMA(c.done_sema);
+    CHECK_EQ(c.error, 0);
+    CHECK_EQ(cq_data_get_size(c.all), 4);
+    CHECK(data_equals(c.all, "abcd", 4));
+    CHECK_EQ(cq_io_get_descriptor(ch), p[0]);
+    done_with(ch, 0);
+    CHECK(fcntl(other, F_GETFD) >= 0); /* the channel's cleanup closed its own, not `other` */
+    close(other);
     coll_free(&c);
 
     /* a path that does not exist: the open error reaches the handlers */
@@ -514,8 +540,7 @@ static void test_bad_descriptors(void)
     CHECK_EQ(cr.error, ENOENT);
     coll_free(&c);
     cq_release(cr.sema);
-    CHECK(cq_io_create_with_path_f(CQ_IO_STREAM, "relative", O_RDONLY, 0, q, NULL, NULL) ==
-          NULL);
+    CHECK(cq_io_create_with_path_f(CQ_IO_STREAM, "relative", O_RDONLY, 0, q, NULL, NULL) == NULL);
     cq_release(q);
 }
 

@@ -136,6 +136,7 @@ static struct cq_io_s *ch_new(cq_io_type_t type, cq_queue_t queue, void *context
     ch->cleanup_ctx = context;
     ch->cleanup = cleanup;
     ch->fd = -1;
+    ch->user_fd = -1;
     ch->high = SIZE_MAX;
     ch->low = SIZE_MAX;
     return ch;
@@ -146,7 +147,16 @@ cq_io_t cq_io_create_f(cq_io_type_t type, cq_fd_t fd, cq_queue_t queue, void *co
 {
     struct cq_io_s *ch = ch_new(type, queue, context, cleanup, "cq_io_create_f");
     if (ch) {
-        ch_set_fd(ch, fd);
+        /* The channel works on its own duplicate (same open file description: same offset,
+         * same flags). At the descriptor limit it works on the caller's. */
+        int own = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+        if (own >= 0) {
+            ch->user_fd = fd;
+            ch->dup_fd = true;
+            ch_set_fd(ch, own); /* closed at cleanup, whatever ch_set_fd found */
+        } else {
+            ch_set_fd(ch, fd);
+        }
     }
     return ch;
 }
@@ -399,7 +409,7 @@ static void ch_maybe_cleanup(struct cq_io_s *ch)
         if (ch->set_nonblock) {
             fcntl(ch->fd, F_SETFL, ch->saved_flags);
         }
-        if (ch->owns_fd) {
+        if (ch->owns_fd || ch->dup_fd) {
             close(ch->fd);
         }
     }
@@ -569,7 +579,7 @@ cq_fd_t cq_io_get_descriptor(cq_io_t channel)
 {
     struct cq_io_s *ch = io_check(channel, "cq_io_get_descriptor");
     pthread_mutex_lock(&ch->lock);
-    int fd = ch->ready && !ch->cleaned && ch->err == 0 ? ch->fd : -1;
+    int fd = ch->ready && !ch->cleaned && ch->err == 0 ? (ch->dup_fd ? ch->user_fd : ch->fd) : -1;
     pthread_mutex_unlock(&ch->lock);
     return fd;
 }

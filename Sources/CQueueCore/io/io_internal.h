@@ -111,9 +111,14 @@ struct cq_io_s {
     char *path;             /* path channels: opened lazily */
     int oflag;
     mode_t mode;
-    /* the descriptor, once ready */
+    /* the descriptor, once ready: for cq_io_create_f, the channel's own duplicate of the
+     * caller's (user_fd), closed at cleanup, so a caller that closes its descriptor early (or
+     * whose descriptor number is reused by another open) cannot pull it from under the
+     * channel's operations */
     int fd;
-    int err; /* the error operations fail with (EBADF, the open errno), 0 if usable */
+    int user_fd; /* what cq_io_get_descriptor returns (-1: fd itself) */
+    bool dup_fd; /* fd is the channel's duplicate of user_fd */
+    int err;     /* the error operations fail with (EBADF, the open errno), 0 if usable */
     bool ready, opening, owns_fd, is_file, is_sock, set_nonblock;
     int saved_flags;
     int64_t base; /* the position at creation (random offsets are relative to it) */
