@@ -49,7 +49,7 @@ internal func sqSubmitInline(
     // closure is 16 bytes with 8-byte alignment (checked by InlineSubmissionTests); initialising
     // takes a +1 reference on the closure's context, which sqRunInline's move gives back.
     let bytes = cq_swift_async_prepare(queue, group, sqRunInline).unsafelyUnwrapped
-    bytes.initializeMemory(as: (@Sendable () -> Void).self, to: work)
+    bytes.initializeMemory(as: SQInlineClosure.self, to: SQInlineClosure(work))
     cq_swift_async_submit(queue, bytes, barrier)
 }
 
@@ -59,9 +59,28 @@ internal func sqSubmitInline(
 internal let sqRunInline: cq_function_t = { context in
     // safety: the C core passes the bytes sqSubmitInline initialised with one closure, copied
     // bitwise (closures are bitwise-movable), exactly once.
-    let work = context.unsafelyUnwrapped
-        .bindMemory(to: (@Sendable () -> Void).self, capacity: 1).move()
-    work()
+    let closure = context.unsafelyUnwrapped
+        .bindMemory(to: SQInlineClosure.self, capacity: 1).move()
+    closure.work()
+}
+
+/// A closure as it is stored in C memory (a task's or a work item's inline bytes).
+///
+/// Wrapped in a struct so that it is kept as the closure it is: a function value stored
+/// directly as a generic `T` (`initializeMemory(as: (() -> Void).self, ...)`, `pointee`) is
+/// converted to the most general calling convention, which allocates a thunk context per
+/// closure; a struct field of function type keeps its own. Two words, 8-byte aligned (checked by
+/// InlineSubmissionTests against CQ_SWIFT_INLINE_BYTES).
+@usableFromInline
+@frozen
+internal struct SQInlineClosure {
+    @usableFromInline
+    internal let work: @Sendable () -> Void
+
+    @inlinable
+    internal init(_ work: @escaping @Sendable () -> Void) {
+        self.work = work
+    }
 }
 
 /// Converts a C queue, group or semaphore handle to the `void *` the generic object calls take.

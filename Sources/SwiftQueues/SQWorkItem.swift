@@ -65,7 +65,7 @@ public final class SQWorkItem: @unchecked Sendable {
         // uninitialised, and a closure is 16 bytes with 8-byte alignment (checked by
         // InlineSubmissionTests); the item is not shared yet. The item owns the closure from here on:
         // sqDestroyWorkItemClosure deinitialises it when the item is freed.
-        bytes.unsafelyUnwrapped.initializeMemory(as: (@Sendable () -> Void).self, to: block)
+        bytes.unsafelyUnwrapped.initializeMemory(as: SQInlineClosure.self, to: SQInlineClosure(block))
         handle = created
         self.flags = flags
     }
@@ -129,13 +129,12 @@ internal let sqCallWorkItemClosure: cq_function_t = { bytes in
     // safety: `bytes` are the item's inline bytes, initialised with one closure in
     // SQWorkItem.init and deinitialised only when the item is freed, after the last run (every
     // run holds a reference).
-    bytes.unsafelyUnwrapped.assumingMemoryBound(to: (@Sendable () -> Void).self).pointee()
+    bytes.unsafelyUnwrapped.assumingMemoryBound(to: SQInlineClosure.self).pointee.work()
 }
 
 /// The destroy function of every ``SQWorkItem``'s C item: releases the closure.
 internal let sqDestroyWorkItemClosure: cq_function_t = { bytes in
     // safety: the C core calls it once, when the item is freed, with the bytes SQWorkItem.init
     // initialised.
-    bytes.unsafelyUnwrapped.assumingMemoryBound(to: (@Sendable () -> Void).self).deinitialize(
-        count: 1)
+    bytes.unsafelyUnwrapped.assumingMemoryBound(to: SQInlineClosure.self).deinitialize(count: 1)
 }

@@ -14,8 +14,8 @@ import CQueueCore
     }
 
     @Test func testClosureFitsTheInlineBytes() {
-        #expect(MemoryLayout<@Sendable () -> Void>.size <= Int(CQ_SWIFT_INLINE_BYTES))
-        #expect(MemoryLayout<@Sendable () -> Void>.alignment <= 8)
+        #expect(MemoryLayout<SQInlineClosure>.size <= Int(CQ_SWIFT_INLINE_BYTES))
+        #expect(MemoryLayout<SQInlineClosure>.alignment <= 8)
     }
 
     @Test func testCapturesAreReleasedAfterTheClosureRan() {
