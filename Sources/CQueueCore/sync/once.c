@@ -73,7 +73,7 @@ static CQ_NOINLINE void once_slow(_Atomic long *pred, void *ctx, cq_function_t f
     }
 }
 
-void cq_once_f(cq_once_t *predicate, void *ctx, cq_function_t fn)
+void(cq_once_f)(cq_once_t *predicate, void *ctx, cq_function_t fn)
 {
     _Atomic long *pred = (_Atomic long *)predicate;
     if (cq__unlikely(pred == NULL)) {
