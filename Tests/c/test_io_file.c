@@ -3,8 +3,9 @@
  * test_io_file_fallback.c includes this file with CQ_TEST_IO_FALLBACK): a 1 GiB round trip
  * with a checksum (64 MiB on the fallback engine; CQ_TEST_IO_MIB sets it), random-access offsets
  * relative to the channel's start, barriers ordering writes and reads, reads past the end, a stream
- * channel's position, close with stop, a channel made from another. Files live under /tmp and are
- * removed.
+ * channel's position, close with stop, a channel made from another, read-ahead (a length that
+ * ends mid-piece, the end of the file inside the window, close with stop while several requests
+ * are in the engine). Files live under /tmp and are removed.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -67,6 +68,7 @@ struct coll {
     int error;
     struct sum sum; /* over the bytes, in order */
     size_t total;
+    cq_semaphore_t partial_sema; /* signalled per partial delivery when set */
 };
 
 static void coll_init(struct coll *c, bool keep)
@@ -107,6 +109,9 @@ static void coll_handler(void *ctx, bool done, cq_data_t data, int error)
     }
     if (!done) {
         c->partials++;
+        if (c->partial_sema) {
+            cq_semaphore_signal(c->partial_sema);
+        }
         return;
     }
     c->done = true;
@@ -500,6 +505,168 @@ static void test_file_water_marks(void)
     unlink(path);
 }
 
+/* ---- read-ahead (io_op.c: a file read keeps several requests in flight) ------------------- */
+
+#define MIB ((size_t)1 << 20)
+
+/* Makes `path` hold `n` random bytes; returns them (malloc'd) and the open descriptor. */
+static unsigned char *make_file(const char *path, size_t n, uint64_t seed, int *fd_out)
+{
+    unsigned char *b = malloc(n ? n : 1);
+    fill_random(b, n, seed);
+    int fd = open(path, O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC, 0600);
+    REQUIRE(fd >= 0);
+    REQUIRE(write(fd, b, n) == (ssize_t)n);
+    REQUIRE(lseek(fd, 0, SEEK_SET) == 0);
+    *fd_out = fd;
+    return b;
+}
+
+static uint64_t sum_of(const unsigned char *b, size_t n)
+{
+    struct sum h = SUM_INIT;
+    sum_bytes(&h, b, n);
+    return sum_final(h);
+}
+
+/* Reads `length` bytes at `offset` through `ch` (water marks as given, 0: unset) and checks
+ * them against `src` (the file's bytes from `base`, `size` of them): every byte once, in order,
+ * none past the length or the end. Returns the partial deliveries' count. */
+static size_t read_check(cq_io_t ch, cq_queue_t q, const unsigned char *src, size_t size,
+                         size_t base, off_t offset, size_t length)
+{
+    struct coll c;
+    coll_init(&c, false);
+    cq_io_read_f(ch, offset, length, q, &c, coll_handler);
+    wait_done(&c);
+    size_t from = base + (size_t)offset;
+    size_t want = from >= size ? 0 : size - from;
+    want = length < want ? length : want;
+    CHECK_EQ(c.error, 0);
+    CHECK_EQ(c.total, want);
+    CHECK(sum_final(c.sum) == sum_of(src + from, want));
+    size_t partials = c.partials;
+    coll_free(&c);
+    return partials;
+}
+
+/* A length that ends in the middle of a piece, with several pieces read ahead: exactly the
+ * bytes asked for, and a stream channel's position (and its next read) right after them. */
+static void test_read_ahead_length(void)
+{
+    char *path = tmp_path("ra-len");
+    const size_t size = 6 * MIB + 777;
+    int fd;
+    unsigned char *src = make_file(path, size, 11, &fd);
+    cq_queue_t q = cq_queue_create("test.io.file", NULL);
+
+    cq_io_t ra = mk(CQ_IO_RANDOM, fd, q);
+    read_check(ra, q, src, size, 0, 1000, 3 * MIB + 12345);
+    read_check(ra, q, src, size, 0, 0, 5 * MIB); /* ends on a piece boundary */
+    cq_io_set_high_water(ra, MIB);
+    cq_io_set_low_water(ra, MIB);
+    /* 4 MiB + 1 in pieces of 1 MiB: four partials, the last byte with the done call */
+    CHECK_EQ(read_check(ra, q, src, size, 0, 3, 4 * MIB + 1), 4);
+    cq_io_set_high_water(ra, 300000); /* requests of the high-water mark, not 1 MiB */
+    read_check(ra, q, src, size, 0, 12, 2 * MIB + 5);
+    done_with(ra, 0);
+
+    REQUIRE(lseek(fd, 500, SEEK_SET) == 500);
+    cq_io_t st = mk(CQ_IO_STREAM, fd, q);
+    read_check(st, q, src, size, 500, 0, 4 * MIB + 1);
+    read_check(st, q, src, size, 500 + 4 * MIB + 1, 0, SIZE_MAX); /* the rest */
+    done_with(st, 0);
+    CHECK_EQ(lseek(fd, 0, SEEK_CUR), (off_t)size);
+
+    close(fd);
+    free(src);
+    cq_release(q);
+    unlink(path);
+}
+
+/* The end of the file inside the read-ahead window (and on a piece boundary): everything up to
+ * it, nothing after, then EOF. */
+static void test_read_ahead_eof(void)
+{
+    char *path = tmp_path("ra-eof");
+    const size_t sizes[] = {6 * MIB + 100, 5 * MIB, 1, 0};
+    cq_queue_t q = cq_queue_create("test.io.file", NULL);
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t size = sizes[k];
+        int fd;
+        unsigned char *src = make_file(path, size, 12 + k, &fd);
+        cq_io_t st = mk(CQ_IO_STREAM, fd, q);
+        cq_io_set_high_water(st, MIB);
+        struct coll c;
+        coll_init(&c, false);
+        cq_io_read_f(st, 0, SIZE_MAX, q, &c, coll_handler);
+        wait_done(&c);
+        CHECK_EQ(c.error, 0);
+        CHECK_EQ(c.total, size);
+        CHECK(sum_final(c.sum) == sum_of(src, size));
+        CHECK_EQ(c.done_size, 0); /* EOF */
+        CHECK_EQ(c.partials, (size + MIB - 1) / MIB);
+        coll_free(&c);
+        done_with(st, 0);
+        CHECK_EQ(lseek(fd, 0, SEEK_CUR), (off_t)size);
+
+        REQUIRE(lseek(fd, 0, SEEK_SET) == 0); /* random offsets count from here */
+        cq_io_t ra = mk(CQ_IO_RANDOM, fd, q);
+        read_check(ra, q, src, size, 0, (off_t)(size / 3), SIZE_MAX);
+        read_check(ra, q, src, size, 0, (off_t)(size / 2), size); /* past the end */
+        read_check(ra, q, src, size, 0, (off_t)size + 10, SIZE_MAX);
+        done_with(ra, 0);
+        close(fd);
+        free(src);
+    }
+    cq_release(q);
+    unlink(path);
+}
+
+/* Close with stop while a long read has several requests in the engine: ECANCELED after whole
+ * pieces, and the buffers the engine still writes to outlive it (AddressSanitizer watches). */
+static void test_read_ahead_close_stop(void)
+{
+    char *path = tmp_path("ra-stop");
+    const size_t size = 64 * MIB;
+    int fd;
+    unsigned char *src = make_file(path, size, 13, &fd);
+    cq_queue_t q = cq_queue_create("test.io.file", NULL);
+    REQUIRE(fsync(fd) == 0);
+    for (int i = 0; i < 8; i++) {
+        REQUIRE(lseek(fd, 0, SEEK_SET) == 0);
+        if (i >= 4) { /* from the disk: the requests stay in the engine longer */
+            posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        }
+        struct cleanup_rec cr = {cq_semaphore_create(0), -1, 0};
+        cq_io_t ch =
+            cq_io_create_f(i % 2 ? CQ_IO_RANDOM : CQ_IO_STREAM, fd, q, &cr, cleanup_handler);
+        cq_io_set_high_water(ch, MIB);
+        struct coll c;
+        coll_init(&c, false);
+        c.partial_sema = cq_semaphore_create(0);
+        cq_io_read_f(ch, 0, SIZE_MAX, q, &c, coll_handler);
+        for (int k = 0; k < 1 + i % 4; k++) { /* the window is open after a few pieces */
+            WAIT_SEMA(c.partial_sema);
+        }
+        cq_io_close(ch, CQ_IO_STOP);
+        wait_done(&c);
+        CHECK(c.error == ECANCELED || (c.error == 0 && c.total == size));
+        CHECK(c.total % MIB == 0 && c.total <= size);
+        CHECK(sum_final(c.sum) == sum_of(src, c.total));
+        cq_release(ch);
+        WAIT_SEMA(cr.sema); /* after the engine is done with every request */
+        CHECK_EQ(cr.calls, 1);
+        cq_release(c.partial_sema);
+        coll_free(&c);
+        cq_release(cr.sema);
+    }
+    close(fd);
+    free(src);
+    cq_release(q);
+    unlink(path);
+}
+
 /* Reads "forked" from `path` through a random channel; true if it arrived whole. */
 static bool read_forked_file(const char *path)
 {
@@ -568,6 +735,9 @@ int main(void)
     RUN(test_stream_position_and_with_io);
     RUN(test_path_channel);
     RUN(test_file_water_marks);
+    RUN(test_read_ahead_length);
+    RUN(test_read_ahead_eof);
+    RUN(test_read_ahead_close_stop);
     RUN(test_fork_child_reads);
     TEST_MAIN_END();
 }

@@ -54,6 +54,18 @@ CQ_INTERNAL void cq__io_pool_submit(struct cq__io_req *req);
 
 enum { CQ__IO_OP_READ, CQ__IO_OP_WRITE, CQ__IO_OP_BARRIER };
 
+/* File reads keep up to this many requests in flight per operation (io_op.c: read-ahead). */
+#define CQ__IO_READ_AHEAD 4
+
+/* One request of a file read's window: issued in file order, consumed in file order. */
+struct cq__io_freq {
+    struct cq__io_req req;
+    struct cq__io_op *op;
+    void *buf;   /* the buffer the engine reads into (req.len bytes), until consumed */
+    ssize_t res; /* the engine's result, once `done` */
+    bool done;
+};
+
 /* One handler call waiting to run (the op's deliveries run one at a time, in order). */
 struct cq__io_delivery {
     struct cq__io_delivery *next;
@@ -89,14 +101,23 @@ struct cq__io_op {
     size_t progress; /* write: bytes written since the last partial delivery */
     cq_data_t acc;   /* read: read, not delivered yet */
     cq_data_t rest;  /* write: not written yet */
-    bool started, finished, stopped, stepping, again, inflight, final_queued;
+    bool started, finished, stopped, stepping, again, final_queued;
+    unsigned inflight; /* file requests in the engine */
     /* deliveries */
     struct cq__io_delivery *dq_head, *dq_tail;
     bool delivering;
     /* engines */
-    struct cq__io_req req;
-    void *buf;
+    struct cq__io_req req; /* a file write's request */
+    void *buf;             /* a stream read's buffer */
     size_t buf_len;
+    /* file reads: the read-ahead window (io_op.c), a ring of requests in file order */
+    struct cq__io_freq fr[CQ__IO_READ_AHEAD];
+    unsigned fr_head, fr_n, fr_win; /* oldest, how many issued and not consumed, the limit */
+    uint64_t ra_off;                /* where the next request reads */
+    size_t ra_left;                 /* bytes not requested yet (SIZE_MAX: to EOF) */
+    bool drain;                     /* discard the window's requests; then resume or end */
+    bool rd_eof;                    /* a read returned 0: end (EOF) once the window is empty */
+    int rd_err;                     /* the first error in file order: end with it likewise */
     cq_source_t src, timer;
 };
 

@@ -5,8 +5,31 @@
  * handler calls, one at a time and in order, on the operation's queue.
  *
  * `stepping` marks the one thread that drives the operation's I/O at a time (a step of a
- * stream, the gap between a file completion and its next request): a stop that finds it set
- * leaves the ending to that thread. `inflight`: a file request is in the engine.
+ * stream, a file read issuing requests, the gap between a file write's completion and its next
+ * request): a stop that finds it set leaves the ending to that thread. `inflight`: how many of
+ * the operation's file requests are in the engine; a stop that finds any leaves the ending to
+ * their completions.
+ *
+ * File reads read ahead. A window of up to CQ__IO_READ_AHEAD requests (each of at most 1 MiB
+ * or the high-water mark, into its own buffer from the cache below) is in flight, kept in file
+ * order in op->fr; it starts at one request and grows by one per full piece, so a small file
+ * costs what it did. Completions come in any order: each marks its request done, then the
+ * done requests at the head of the window become data (read_got: water marks, length,
+ * deliveries), so bytes are delivered in file order. No request reaches past the length asked
+ * for. A short read (the end of the file), an error or a stop drains the window: the requests
+ * after it are discarded as they complete, and once the window is empty the operation ends
+ * (EOF, the first error in file order after the bytes before it, ECANCELED) or, after a short
+ * read that was not the end, goes on from where it stopped. An operation never ends with a
+ * request in the engine, so no buffer the kernel may still write is freed or reused, and the
+ * operation (and its channel's descriptor) outlives its requests. One thread issues at a time
+ * (`stepping`, outside the lock); completions that arrive meanwhile only consume, the issuer
+ * sees the room they made when it relocks; the issuer holds a reference, as the completion of
+ * its last request may end the operation before it relocks. On io_uring a warm window runs in
+ * batches: the cq-io thread consumes the completions it found (their deliveries join a running
+ * delivery task), then submits the requests they made room for with one io_uring_enter, inside
+ * which the kernel copies them from the page cache; so the wake-ups, locks and system calls
+ * per piece are shared by the batch, and a cold file has several requests queued on the
+ * device. Writes go one request at a time.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -168,7 +191,7 @@ void cq__io_op_fail(struct cq__io_op *op, int error)
 void cq__io_op_stop(struct cq__io_op *op)
 {
     op->stopped = true;
-    if (op->kind != CQ__IO_OP_BARRIER && !op->stepping && !op->inflight) {
+    if (op->kind != CQ__IO_OP_BARRIER && !op->stepping && op->inflight == 0) {
         cq__io_op_fail(op, ECANCELED);
     }
 }
@@ -180,18 +203,16 @@ static size_t low_of(const struct cq__io_op *op)
     return op->low_set ? op->low : 1;
 }
 
-/* `n` bytes were read into op->buf (of op->buf_len): they become data. */
-static void read_got(struct cq__io_op *op, size_t n)
+/* `n` bytes were read into `b` (of `cap` bytes, now ours): they become data. */
+static void read_got(struct cq__io_op *op, void *b, size_t cap, size_t n)
 {
-    void *b = op->buf;
     bool recycle = false;
-    if (n < op->buf_len / 2 && op->buf_len > 4096) {
+    if (n < cap / 2 && cap > 4096) {
         void *s = realloc(b, n);
         b = s ? s : b;
-    } else if (op->buf_len == FILE_CHUNK) {
+    } else if (cap == FILE_CHUNK) {
         recycle = true;
     }
-    op->buf = NULL;
     cq_data_t d =
         recycle ? cq__data_create_recycled(b, n, buf_recycle) : cq__data_create_owned(b, n);
     if (d == NULL) {
@@ -343,7 +364,9 @@ static void stream_step(struct cq__io_op *op, bool owned)
             pthread_mutex_lock(&ch->lock);
             if (r > 0) {
                 size_t cap = op->buf_len;
-                read_got(op, (size_t)r);
+                void *b = op->buf;
+                op->buf = NULL;
+                read_got(op, b, cap, (size_t)r);
                 if ((size_t)r == cap && cap < STREAM_MAX) {
                     op->buf_len = cap * 2;
                 }
@@ -433,12 +456,172 @@ static void stream_step(struct cq__io_op *op, bool owned)
     /* the source reports the descriptor ready at once if it became ready meanwhile */
 }
 
-/* ---- regular files ----------------------------------------------------------------------- */
+/* ---- regular files: reads ------------------------------------------------------------------ */
 
-static void file_completed(struct cq__io_req *req, ssize_t res);
+static void fread_completed(struct cq__io_req *req, ssize_t res);
+
+/* Under the lock: a buffer of `cap` bytes that is not data (and not in the engine) goes back. */
+static void buf_drop(void *b, size_t cap)
+{
+    if (cap == FILE_CHUNK) {
+        buf_recycle(b);
+    } else {
+        free(b);
+    }
+}
+
+/* Under the lock: the window's next request, made ready (NULL if none may be issued now). */
+static struct cq__io_freq *fread_next(struct cq__io_op *op)
+{
+    if (op->finished || op->stopped || op->drain || op->ra_left == 0 || op->fr_n >= op->fr_win) {
+        return NULL;
+    }
+    struct cq__io_freq *f = &op->fr[(op->fr_head + op->fr_n) % CQ__IO_READ_AHEAD];
+    size_t n = min3(op->ra_left, op->high, FILE_CHUNK);
+    f->op = op;
+    f->buf = buf_get(n);
+    f->done = false;
+    f->req = (struct cq__io_req){
+        .fd = op->ch->fd, .buf = f->buf, .len = n, .offset = op->ra_off, .done = fread_completed};
+    op->ra_off += n;
+    if (op->ra_left != SIZE_MAX) {
+        op->ra_left -= n;
+    }
+    op->fr_n++;
+    op->inflight++;
+    return f;
+}
+
+/* Under the lock: the completed requests at the window's head become data, in file order. */
+static void fread_consume(struct cq__io_op *op)
+{
+    struct cq_io_s *ch = op->ch;
+    while (op->fr_n > 0 && op->fr[op->fr_head].done) {
+        struct cq__io_freq *f = &op->fr[op->fr_head];
+        op->fr_head = (op->fr_head + 1) % CQ__IO_READ_AHEAD;
+        op->fr_n--;
+        f->done = false;
+        void *b = f->buf;
+        f->buf = NULL;
+        if (op->finished || op->stopped || op->drain) {
+            buf_drop(b, f->req.len); /* past a short read, an error or a stop */
+            continue;
+        }
+        if (f->res < 0) {
+            buf_drop(b, f->req.len);
+            if (f->res != -EAGAIN) { /* -EAGAIN: interrupted, read it again */
+                op->rd_err = (int)-f->res;
+            }
+            op->drain = true;
+            continue;
+        }
+        size_t n = (size_t)f->res;
+        if (n == 0) {
+            buf_drop(b, f->req.len);
+            op->rd_eof = true;
+            op->drain = true;
+            continue;
+        }
+        op->offset += (int64_t)n;
+        if (ch->type == CQ_IO_STREAM) {
+            ch->pos = op->offset;
+        }
+        read_got(op, b, f->req.len, n);
+        if (n < f->req.len) {
+            /* short: the later requests read from the wrong place (or past the end); they are
+             * discarded and reading resumes here (at the end of the file, returning 0) */
+            op->drain = true;
+        } else if (op->fr_win < CQ__IO_READ_AHEAD) {
+            op->fr_win++; /* full pieces: a long read, worth reading ahead */
+        }
+    }
+}
+
+/* Under the lock, by whoever drives the operation: once the window is empty, a stop, an error
+ * or the end of the file ends the operation; a short read resumes at its end. */
+static void fread_settle(struct cq__io_op *op)
+{
+    if (op->finished || op->fr_n > 0) {
+        return;
+    }
+    if (op->stopped) {
+        cq__io_op_fail(op, ECANCELED);
+    } else if (op->rd_err) {
+        cq__io_op_fail(op, op->rd_err);
+    } else if (op->rd_eof) {
+        read_eof(op);
+    } else if (op->drain) {
+        op->drain = false;
+        op->ra_off = (uint64_t)op->offset;
+        op->ra_left = op->want;
+    }
+}
+
+static bool fread_can_issue(const struct cq__io_op *op)
+{
+    return !op->finished && !op->stopped && !op->drain && op->ra_left > 0 && op->fr_n < op->fr_win;
+}
+
+/* Issues requests while the window has room. Called owning the operation (`stepping`), not
+ * under the lock; submits outside the lock (a cached read is copied inside the submission). */
+static void fread_issue(struct cq__io_op *op)
+{
+    struct cq_io_s *ch = op->ch;
+    pthread_mutex_lock(&ch->lock);
+    /* ours until we are done with it: once our last request is in the engine, its completion
+     * may end the operation before we relock */
+    op_ref(op);
+    for (;;) {
+        fread_settle(op); /* completions may have emptied the window meanwhile */
+        struct cq__io_req *batch[CQ__IO_READ_AHEAD];
+        unsigned n = 0;
+        struct cq__io_freq *f;
+        while ((f = fread_next(op)) != NULL) {
+            batch[n++] = &f->req;
+        }
+        if (n == 0) {
+            break;
+        }
+        pthread_mutex_unlock(&ch->lock);
+        for (unsigned i = 0; i < n; i++) {
+            cq__io_file_submit(batch[i]);
+        }
+        pthread_mutex_lock(&ch->lock);
+    }
+    op->stepping = false;
+    cq__io_unlock(ch);
+    cq__io_op_unref(op);
+}
+
+/* On an engine thread: one request of the window is done. */
+static void fread_completed(struct cq__io_req *req, ssize_t res)
+{
+    struct cq__io_freq *f = (struct cq__io_freq *)((char *)req - offsetof(struct cq__io_freq, req));
+    struct cq__io_op *op = f->op;
+    struct cq_io_s *ch = op->ch;
+    pthread_mutex_lock(&ch->lock);
+    op->inflight--;
+    f->res = res;
+    f->done = true;
+    fread_consume(op);
+    bool issue = false;
+    if (!op->stepping) { /* else the thread issuing sees the room when it relocks */
+        fread_settle(op);
+        issue = fread_can_issue(op);
+        op->stepping = issue;
+    }
+    cq__io_unlock(ch);
+    if (issue) {
+        fread_issue(op);
+    }
+}
+
+/* ---- regular files: writes (one request at a time) ----------------------------------------- */
+
+static void fwrite_completed(struct cq__io_req *req, ssize_t res);
 
 /* Issues the next request. Called owning the operation (`stepping`), not under the lock. */
-static void file_step(struct cq__io_op *op)
+static void fwrite_step(struct cq__io_op *op)
 {
     struct cq_io_s *ch = op->ch;
     pthread_mutex_lock(&ch->lock);
@@ -453,47 +636,29 @@ static void file_step(struct cq__io_op *op)
         return;
     }
     struct cq__io_req *r = &op->req;
-    *r = (struct cq__io_req){.fd = ch->fd, .offset = (uint64_t)op->offset, .done = file_completed};
-    if (op->kind == CQ__IO_OP_READ) {
-        size_t n = min3(op->want, op->high, FILE_CHUNK);
-        if (op->buf == NULL) {
-            op->buf = buf_get(n);
-            op->buf_len = n;
-        }
-        r->buf = op->buf;
-        r->len = n < op->buf_len ? n : op->buf_len;
-    } else {
-        size_t sz;
-        const void *p = cq_data_get_region(op->rest, 0, &sz, NULL);
-        r->write = true;
-        r->buf = (void *)(uintptr_t)p;
-        r->len = min3(sz, op->high, FILE_CHUNK);
-    }
-    op->inflight = true;
+    size_t sz;
+    const void *p = cq_data_get_region(op->rest, 0, &sz, NULL);
+    *r = (struct cq__io_req){.fd = ch->fd,
+                             .write = true,
+                             .buf = (void *)(uintptr_t)p,
+                             .len = min3(sz, op->high, FILE_CHUNK),
+                             .offset = (uint64_t)op->offset,
+                             .done = fwrite_completed};
+    op->inflight = 1;
     pthread_mutex_unlock(&ch->lock);
     cq__io_file_submit(r);
 }
 
-static void file_completed(struct cq__io_req *req, ssize_t res)
+static void fwrite_completed(struct cq__io_req *req, ssize_t res)
 {
     struct cq__io_op *op = (struct cq__io_op *)((char *)req - offsetof(struct cq__io_op, req));
     struct cq_io_s *ch = op->ch;
     pthread_mutex_lock(&ch->lock);
-    op->inflight = false;
+    op->inflight = 0;
     if (res == -EAGAIN) {
         /* interrupted: again */
     } else if (res < 0) {
         cq__io_op_fail(op, (int)-res);
-    } else if (op->kind == CQ__IO_OP_READ) {
-        if (res == 0) {
-            read_eof(op);
-        } else {
-            op->offset += res;
-            if (ch->type == CQ_IO_STREAM) {
-                ch->pos = op->offset;
-            }
-            read_got(op, (size_t)res);
-        }
     } else if (res == 0) {
         cq__io_op_fail(op, EIO);
     } else {
@@ -511,7 +676,7 @@ static void file_completed(struct cq__io_req *req, ssize_t res)
     op->stepping = more;
     cq__io_unlock(ch);
     if (more) {
-        file_step(op);
+        fwrite_step(op);
     }
 }
 
@@ -544,6 +709,9 @@ void cq__io_op_start(struct cq__io_op *op)
         } else {
             op->offset = ch->pos;
         }
+        op->ra_off = (uint64_t)op->offset;
+        op->ra_left = op->want;
+        op->fr_win = 1; /* grows by one per full piece read: a small file reads as before */
     }
     if (op->finished) {
         /* stopped before it could start */
@@ -580,8 +748,10 @@ void cq__io_op_start(struct cq__io_op *op)
             cq_release(t);
         }
     }
-    if (ch->is_file) {
-        file_step(op);
+    if (ch->is_file && op->kind == CQ__IO_OP_READ) {
+        fread_issue(op);
+    } else if (ch->is_file) {
+        fwrite_step(op);
     } else {
         stream_step(op, true);
     }

@@ -2,7 +2,9 @@
  * The blocking pool: up to CQ__IO_POOL_MAX threads ("cq-io-pool") that run blocking jobs
  * (open() of a path channel) and, when io_uring is unavailable, the positioned reads and
  * writes of regular files. Threads start as work arrives (one more while work waits and
- * fewer than the maximum run) and then stay, asleep on a condition variable.
+ * fewer than the maximum run) and then stay, asleep on a condition variable. Jobs run in
+ * the order queued but may finish in any order: a read's read-ahead window (io_op.c) has
+ * several of its requests on different threads at once and puts their results back in order.
  */
 #include <errno.h>
 #include <pthread.h>

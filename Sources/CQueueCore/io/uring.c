@@ -4,10 +4,13 @@
  * One ring of RING_ENTRIES submission entries, set up on first use. Submitters (any thread)
  * fill entries under ring_lock and call io_uring_enter to submit them; at most RING_ENTRIES
  * requests are in flight (the completion ring is twice that, so it never overflows), more wait
- * on an overflow list. The "cq-io" thread sleeps in io_uring_enter(GETEVENTS), calls each
- * completion's `done`, then moves waiting requests into the ring. Buffered reads that hit the
- * page cache complete inside the submitter's io_uring_enter; the others run in the kernel's
- * io-wq workers, so no runtime worker waits for a disk.
+ * on an overflow list. The "cq-io" thread sleeps in io_uring_enter(GETEVENTS), calls the
+ * `done` of each completion it found, then moves waiting requests into the ring; what those
+ * `done` calls submitted (a read's next requests, io_op.c) goes in with that thread's one
+ * io_uring_enter after the batch. Buffered reads that hit the page cache complete inside the
+ * submitter's io_uring_enter; the others run in the kernel's io-wq workers, so no runtime
+ * worker waits for a disk. (IOSQE_ASYNC, to have io-wq copy cached reads beside the cq-io
+ * thread, measured no faster for a read-ahead window on 2 cores and cost more CPU.)
  *
  * The engine is chosen once: CQ_IO_URING=0 in the environment, or an io_uring_setup that
  * fails (ENOSYS, EPERM under seccomp, ...), selects the pool (io_pool.c).
@@ -48,6 +51,7 @@ static struct {
 static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
 static bool use_uring;
+static __thread bool on_io_thread; /* the cq-io thread: submissions wait for its batch's end */
 
 static int sys_setup(unsigned entries, struct io_uring_params *p)
 {
@@ -176,7 +180,9 @@ void cq__io_file_submit(struct cq__io_req *req)
     pthread_mutex_lock(&ring_lock);
     if (ring.inflight < ring.entries && ring.wait_head == NULL) {
         ring_push(req);
-        ring_submit();
+        if (!on_io_thread) {
+            ring_submit(); /* the cq-io thread submits its own after its batch of completions */
+        }
     } else {
         if (ring.wait_tail) {
             ring.wait_tail->next = req;
@@ -192,6 +198,7 @@ static void *io_thread_main(void *arg)
 {
     (void)arg;
     prctl(PR_SET_NAME, "cq-io", 0, 0, 0);
+    on_io_thread = true;
     for (;;) {
         int r = sys_enter(0, 1, IORING_ENTER_GETEVENTS);
         if (r < 0 && errno != EINTR && errno != EAGAIN && errno != EBUSY) {
