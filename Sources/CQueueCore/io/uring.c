@@ -23,6 +23,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "io/io_internal.h"
@@ -200,6 +201,20 @@ static void *io_thread_main(void *arg)
     prctl(PR_SET_NAME, "cq-io", 0, 0, 0);
     on_io_thread = true;
     for (;;) {
+        pthread_mutex_lock(&ring_lock);
+        bool nothing_in_kernel = ring.unsubmitted > 0 && ring.inflight == ring.unsubmitted;
+        pthread_mutex_unlock(&ring_lock);
+        if (nothing_in_kernel) {
+            /* The kernel refused the last submission (EAGAIN: short of memory) and holds no
+             * request whose completion would wake us: try again shortly instead of waiting
+             * for a completion that cannot come. */
+            struct timespec pause = {0, 1000000};
+            nanosleep(&pause, NULL);
+            pthread_mutex_lock(&ring_lock);
+            ring_submit();
+            pthread_mutex_unlock(&ring_lock);
+            continue;
+        }
         int r = sys_enter(0, 1, IORING_ENTER_GETEVENTS);
         if (r < 0 && errno != EINTR && errno != EAGAIN && errno != EBUSY) {
             cq__crash("io_uring_enter failed waiting for file I/O (%s)", strerror(errno));
