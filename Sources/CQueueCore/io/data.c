@@ -191,6 +191,19 @@ static struct cq_data_s *inline_alloc(size_t size)
     return d;
 }
 
+/* A one-region object over `bytes` (not copied) that `kind` disposes of; NULL without memory. */
+static struct cq_data_s *leaf_new(const void *bytes, size_t size, enum data_destructor kind)
+{
+    struct cq_data_s *d = data_alloc(0);
+    if (cq__unlikely(d == NULL)) {
+        return NULL;
+    }
+    d->size = size;
+    d->destructor = kind;
+    d->bytes = bytes;
+    return d;
+}
+
 /* Hands a buffer that will not be kept to its destructor now (size 0, or a NULL buffer). */
 static void data_destroy_now(const void *buffer, size_t size, cq_queue_t queue, void *context,
                              cq_function_t function, enum data_destructor kind)
@@ -229,13 +242,10 @@ static cq_data_t data_create(const void *buffer, size_t size, cq_queue_t queue, 
         }
         return d;
     }
-    struct cq_data_s *d = data_alloc(0);
+    struct cq_data_s *d = leaf_new(buffer, size, kind);
     if (cq__unlikely(d == NULL)) {
         return NULL;
     }
-    d->size = size;
-    d->destructor = kind;
-    d->bytes = buffer;
     if (kind == DATA_CALL) {
         if (queue != NULL) {
             cq_retain(queue);
@@ -323,26 +333,15 @@ cq_data_t cq__data_create_owned(void *buf, size_t size)
         free(buf);
         return &cq_data_empty_s;
     }
-    struct cq_data_s *d = data_alloc(0);
-    if (cq__unlikely(d == NULL)) {
-        return NULL;
-    }
-    d->size = size;
-    d->destructor = DATA_FREE;
-    d->bytes = buf;
-    return d;
+    return leaf_new(buf, size, DATA_FREE);
 }
 
 cq_data_t cq__data_create_recycled(void *buf, size_t size, cq_function_t recycle)
 {
-    struct cq_data_s *d = data_alloc(0);
-    if (cq__unlikely(d == NULL)) {
-        return NULL;
+    struct cq_data_s *d = leaf_new(buf, size, DATA_RECYCLE);
+    if (cq__likely(d != NULL)) {
+        d->function = recycle;
     }
-    d->size = size;
-    d->destructor = DATA_RECYCLE;
-    d->bytes = buf;
-    d->function = recycle;
     return d;
 }
 
