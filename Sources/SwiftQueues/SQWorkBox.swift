@@ -59,9 +59,7 @@ internal func sqSubmitInline(
 internal let sqRunInline: cq_function_t = { context in
     // safety: the C core passes the bytes sqSubmitInline initialised with one closure, copied
     // bitwise (closures are bitwise-movable), exactly once.
-    let closure = context.unsafelyUnwrapped
-        .bindMemory(to: SQInlineClosure.self, capacity: 1).move()
-    closure.work()
+    context.unsafelyUnwrapped.bindMemory(to: SQInlineClosure.self, capacity: 1).move().run()
 }
 
 /// A closure as it is stored in C memory (a task's or a work item's inline bytes).
@@ -80,6 +78,13 @@ internal struct SQInlineClosure {
     @inlinable
     internal init(_ work: @escaping @Sendable () -> Void) {
         self.work = work
+    }
+
+    /// Calls the closure and releases it: consuming, so the call borrows the context this
+    /// value owns instead of retaining it for the call.
+    @inlinable
+    internal consuming func run() {
+        work()
     }
 }
 
