@@ -40,7 +40,8 @@ void __wrap_free(void *p)
     __real_free(p);
 }
 
-/* ---- helpers ---------------------------------------------------------------------------------- */
+/* ---- helpers ----------------------------------------------------------------------------------
+ */
 
 /* A data object of `size` bytes, byte i = seed + i (copied: DEFAULT destructor). */
 static cq_data_t make_data(size_t size, uint8_t seed)
@@ -126,7 +127,8 @@ static const uint8_t *leaf_bytes(cq_data_t leaf)
     return cq_data_get_region(leaf, 0, NULL, NULL);
 }
 
-/* ---- the empty object -------------------------------------------------------------------------- */
+/* ---- the empty object --------------------------------------------------------------------------
+ */
 
 static void test_empty(void)
 {
@@ -157,7 +159,8 @@ static void test_empty(void)
     CHECK(cq_get_context(e) == NULL);
 }
 
-/* ---- creation and destructors ----------------------------------------------------------------- */
+/* ---- creation and destructors -----------------------------------------------------------------
+ */
 
 static void test_create_default_copies(void)
 {
@@ -341,8 +344,8 @@ static void test_destructor_free(void)
 static void test_destructor_munmap(void)
 {
     long page = sysconf(_SC_PAGESIZE);
-    uint8_t *map = mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    uint8_t *map =
+        mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     REQUIRE(map != MAP_FAILED);
     map[0] = 42;
     cq_data_t d = cq_data_create_f(map, (size_t)page * 2, NULL, CQ_DATA_DESTRUCTOR_MUNMAP);
@@ -540,12 +543,36 @@ static void test_subrange(void)
     cq_release(c);
 }
 
-/* ---- apply ------------------------------------------------------------------------------------ */
+/* Three leaves a (na bytes), b, c of make_data's counting pattern, consecutive (b starts where
+ * a ends), and their concatenations ab and abc. */
+struct three {
+    cq_data_t a, b, c, ab, abc;
+};
+
+static struct three three_make(size_t na, size_t nb, size_t nc)
+{
+    struct three t = {make_data(na, 0), make_data(nb, na), make_data(nc, na + nb), NULL, NULL};
+    t.ab = cq_data_create_concat(t.a, t.b);
+    t.abc = cq_data_create_concat(t.ab, t.c);
+    return t;
+}
+
+static void three_release(struct three *t)
+{
+    cq_release(t->abc);
+    cq_release(t->ab);
+    cq_release(t->a);
+    cq_release(t->b);
+    cq_release(t->c);
+}
+
+/* ---- apply ------------------------------------------------------------------------------------
+ */
 
 static void test_apply_stops(void)
 {
-    cq_data_t a = make_data(1, 0), b = make_data(2, 1), c = make_data(3, 3);
-    cq_data_t ab = cq_data_create_concat(a, b), abc = cq_data_create_concat(ab, c);
+    struct three t = three_make(1, 2, 3);
+    cq_data_t a = t.a, abc = t.abc;
     struct applied ap = {.stop_after = 2};
     long m0 = mallocs_here;
     CHECK(!cq_data_apply_f(abc, &ap, record_apply));
@@ -560,19 +587,16 @@ static void test_apply_stops(void)
     CHECK(cq_data_apply_f(abc, &ap, record_apply));
     CHECK_EQ(ap.calls, 3);
     CHECK(ap.offsets[2] == 3 && ap.sizes[2] == 3);
-    cq_release(abc);
-    cq_release(ab);
-    cq_release(a);
-    cq_release(b);
-    cq_release(c);
+    three_release(&t);
 }
 
-/* ---- copy_region ------------------------------------------------------------------------------- */
+/* ---- copy_region -------------------------------------------------------------------------------
+ */
 
 static void test_copy_region(void)
 {
-    cq_data_t a = make_data(10, 0), b = make_data(20, 10), c = make_data(30, 30);
-    cq_data_t ab = cq_data_create_concat(a, b), abc = cq_data_create_concat(ab, c);
+    struct three t = three_make(10, 20, 30);
+    cq_data_t a = t.a, b = t.b, c = t.c, abc = t.abc;
     size_t off = 12345;
     cq_data_t r = cq_data_copy_region(abc, 0, &off);
     CHECK(r == a && off == 0);
@@ -611,11 +635,7 @@ static void test_copy_region(void)
     check_bytes(r, expected + 30, 15);
     cq_release(r);
     cq_release(s);
-    cq_release(abc);
-    cq_release(ab);
-    cq_release(a);
-    cq_release(b);
-    cq_release(c);
+    three_release(&t);
 }
 
 /* ---- create_map ----------------------------------------------------------------------------- */
@@ -667,8 +687,8 @@ static void test_create_map(void)
 
 static void test_regions_and_copy_bytes(void)
 {
-    cq_data_t a = make_data(3, 0), b = make_data(4, 3), c = make_data(5, 7);
-    cq_data_t ab = cq_data_create_concat(a, b), abc = cq_data_create_concat(ab, c);
+    struct three t = three_make(3, 4, 5);
+    cq_data_t b = t.b, abc = t.abc;
     CHECK_EQ(cq_data_get_region_count(abc), 3);
     size_t size, offset;
     const uint8_t *p = cq_data_get_region(abc, 1, &size, &offset);
@@ -687,14 +707,11 @@ static void test_regions_and_copy_bytes(void)
     CHECK_EQ(out[0], 10);
     CHECK_EQ(out[1], 11);
     CHECK_EQ(cq_data_copy_bytes(abc, 12, out, 6), 0);
-    cq_release(abc);
-    cq_release(ab);
-    cq_release(a);
-    cq_release(b);
-    cq_release(c);
+    three_release(&t);
 }
 
-/* ---- random trees against a reference --------------------------------------------------------- */
+/* ---- random trees against a reference ---------------------------------------------------------
+ */
 
 struct ref {
     cq_data_t data;
@@ -714,7 +731,8 @@ static void test_random_against_reference(void)
         refs[i].bytes = bytes_of(refs[i].data);
     }
     for (int step = 0; step < STEPS; step++) {
-        int x = (int)below(&seed, SLOTS), y = (int)below(&seed, SLOTS), z = (int)below(&seed, SLOTS);
+        int x = (int)below(&seed, SLOTS), y = (int)below(&seed, SLOTS),
+            z = (int)below(&seed, SLOTS);
         struct ref r;
         if (below(&seed, 2) == 0) {
             if (refs[x].size + refs[y].size > 4096) {
@@ -850,8 +868,8 @@ static void test_internal_constructors(void)
     CHECK(cq__data_alloc(0, &bytes) == cq_data_empty && bytes == NULL);
 
     /* iov: the regions from an offset on */
-    cq_data_t a = make_data(10, 0), b = make_data(20, 10), c = make_data(30, 30);
-    cq_data_t ab = cq_data_create_concat(a, b), abc = cq_data_create_concat(ab, c);
+    struct three t = three_make(10, 20, 30);
+    cq_data_t a = t.a, b = t.b, c = t.c, abc = t.abc;
     struct iovec iov[4];
     CHECK_EQ(cq__data_iov(abc, 0, iov, 4), 3);
     CHECK(iov[0].iov_base == leaf_bytes(a) && iov[0].iov_len == 10);
@@ -862,14 +880,11 @@ static void test_internal_constructors(void)
     CHECK_EQ(cq__data_iov(abc, 60, iov, 4), 0);
     CHECK_EQ(cq__data_iov(a, 4, iov, 4), 1);
     CHECK(iov[0].iov_base == leaf_bytes(a) + 4 && iov[0].iov_len == 6);
-    cq_release(abc);
-    cq_release(ab);
-    cq_release(a);
-    cq_release(b);
-    cq_release(c);
+    three_release(&t);
 }
 
-/* ---- misuse ------------------------------------------------------------------------------------ */
+/* ---- misuse ------------------------------------------------------------------------------------
+ */
 
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) /* see test_misuse */
 static void over_release(void *arg)

@@ -200,42 +200,64 @@ static void test_pipe_stream_to_eof(void)
     cq_release(q);
 }
 
+/* A socket pair with a stream channel on each end (writer, reader), on one serial queue, and n
+ * bytes of the pattern to send. */
+struct stream_pair {
+    int sv[2];
+    cq_queue_t q;
+    cq_io_t wch, rch;
+    size_t n;
+    cq_data_t d;
+    struct coll wc, rc;
+};
+
+static void pair_open(struct stream_pair *p, size_t n)
+{
+    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, p->sv) == 0);
+    p->q = serial();
+    p->wch = mk(CQ_IO_STREAM, p->sv[0], p->q);
+    p->rch = mk(CQ_IO_STREAM, p->sv[1], p->q);
+    p->n = n;
+    p->d = pattern_data(n);
+    coll_init(&p->wc);
+    coll_init(&p->rc);
+}
+
+/* Waits for both operations, checks that the write succeeded and the reader got the pattern,
+ * and lets everything go (the collectors' counts stay readable). */
+static void pair_finish(struct stream_pair *p)
+{
+    WAIT_SEMA(p->wc.done_sema);
+    WAIT_SEMA(p->rc.done_sema);
+    CHECK_EQ(p->wc.error, 0);
+    CHECK_EQ(p->rc.error, 0);
+    CHECK(data_is_pattern(p->rc.all, p->n));
+    done_with(p->wch, 0);
+    done_with(p->rch, 0);
+    cq_release(p->d);
+    coll_free(&p->wc);
+    coll_free(&p->rc);
+    close(p->sv[0]);
+    close(p->sv[1]);
+    cq_release(p->q);
+}
+
 static void test_socketpair_write_read_exact(void)
 {
-    int sv[2];
-    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-    cq_queue_t q = serial();
-    cq_io_t wch = mk(CQ_IO_STREAM, sv[0], q);
-    cq_io_t rch = mk(CQ_IO_STREAM, sv[1], q);
-    size_t n = 4u << 20;
-    cq_data_t d = pattern_data(n);
+    struct stream_pair p;
+    pair_open(&p, 4u << 20);
     /* two pieces, concatenated: the write walks regions */
-    cq_data_t a = cq_data_create_subrange(d, 0, 12345);
-    cq_data_t b = cq_data_create_subrange(d, 12345, SIZE_MAX);
+    cq_data_t a = cq_data_create_subrange(p.d, 0, 12345);
+    cq_data_t b = cq_data_create_subrange(p.d, 12345, SIZE_MAX);
     cq_data_t ab = cq_data_create_concat(a, b);
-    struct coll wc, rc;
-    coll_init(&wc);
-    coll_init(&rc);
-    cq_io_read_f(rch, 0, n, q, &rc, coll_handler);
-    cq_io_write_f(wch, 0, ab, q, &wc, wcoll_handler);
+    cq_io_read_f(p.rch, 0, p.n, p.q, &p.rc, coll_handler);
+    cq_io_write_f(p.wch, 0, ab, p.q, &p.wc, wcoll_handler);
     cq_release(ab);
     cq_release(a);
     cq_release(b);
-    WAIT_SEMA(wc.done_sema);
-    WAIT_SEMA(rc.done_sema);
-    CHECK_EQ(wc.error, 0);
-    CHECK(wc.done_data_null);
-    CHECK_EQ(rc.error, 0);
-    CHECK(rc.done_size > 0); /* the length was reached: done carries the last bytes */
-    CHECK(data_is_pattern(rc.all, n));
-    done_with(wch, 0);
-    done_with(rch, 0);
-    cq_release(d);
-    coll_free(&wc);
-    coll_free(&rc);
-    close(sv[0]);
-    close(sv[1]);
-    cq_release(q);
+    pair_finish(&p);
+    CHECK(p.rc.done_size > 0); /* the length was reached: done carries the last bytes */
+    CHECK(p.wc.done_data_null);
 }
 
 static void test_water_marks(void)
@@ -289,33 +311,14 @@ static void test_water_marks(void)
 
 static void test_write_partials(void)
 {
-    int sv[2];
-    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-    cq_queue_t q = serial();
-    cq_io_t wch = mk(CQ_IO_STREAM, sv[0], q);
-    cq_io_set_low_water(wch, 8192);
-    cq_io_set_high_water(wch, 8192);
-    cq_io_t rch = mk(CQ_IO_STREAM, sv[1], q);
-    size_t n = 100000;
-    cq_data_t d = pattern_data(n);
-    struct coll wc, rc;
-    coll_init(&wc);
-    coll_init(&rc);
-    cq_io_write_f(wch, 0, d, q, &wc, wcoll_handler);
-    cq_io_read_f(rch, 0, n, q, &rc, coll_handler);
-    WAIT_SEMA(wc.done_sema);
-    WAIT_SEMA(rc.done_sema);
-    CHECK_EQ(wc.error, 0);
-    CHECK(wc.remaining_calls >= 10); /* one per 8 KiB written */
-    CHECK(data_is_pattern(rc.all, n));
-    done_with(wch, 0);
-    done_with(rch, 0);
-    cq_release(d);
-    coll_free(&wc);
-    coll_free(&rc);
-    close(sv[0]);
-    close(sv[1]);
-    cq_release(q);
+    struct stream_pair p;
+    pair_open(&p, 100000);
+    cq_io_set_low_water(p.wch, 8192);
+    cq_io_set_high_water(p.wch, 8192);
+    cq_io_write_f(p.wch, 0, p.d, p.q, &p.wc, wcoll_handler);
+    cq_io_read_f(p.rch, 0, p.n, p.q, &p.rc, coll_handler);
+    pair_finish(&p);
+    CHECK(p.wc.remaining_calls >= 10); /* one per 8 KiB written */
 }
 
 static void test_strict_interval(void)
