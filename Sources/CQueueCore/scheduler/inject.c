@@ -9,6 +9,9 @@
 #include "scheduler/runq_internal.h"
 #include "scheduler/thread_internal.h"
 
+_Static_assert(sizeof(struct cq__inject_chunk) <= 1000,
+               "an inject chunk is a small malloc request");
+
 #define SEALED (1u << 31)
 #define ORPHAN (1u << 30)
 #define COUNT(n) ((n) & ~(SEALED | ORPHAN))
@@ -18,6 +21,7 @@ void cq__inject_init(struct cq__inject *q)
     atomic_init(&q->tail, NULL);
     atomic_init(&q->head, NULL);
     atomic_flag_clear(&q->lock);
+    atomic_init(&q->spare, NULL);
     atomic_init(&q->maybe_work, 0);
 }
 
@@ -31,11 +35,16 @@ static inline void link_chunk(struct cq__inject *q, struct cq__inject_chunk *c)
     cq__mpsc_push(&q->tail, &q->head, &c->link, &c->link); /* seq_cst exchange inside */
 }
 
-static struct cq__inject_chunk *chunk_new(void)
+static struct cq__inject_chunk *chunk_new(struct cq__inject *q)
 {
-    struct cq__inject_chunk *c = malloc(sizeof *c);
+    /* acq_rel: pairs with the consumer's exchange in chunk_retire (its reads of the chunk come
+     * before this thread's writes) */
+    struct cq__inject_chunk *c = cq__xchg(&q->spare, NULL, acq_rel);
     if (c == NULL) {
-        cq__crash("out of memory queueing a task");
+        c = malloc(sizeof *c);
+        if (c == NULL) {
+            cq__crash("out of memory queueing a task");
+        }
     }
     cq__item_init(&c->link, 0, 0);
     atomic_init(&c->count, 0);
@@ -49,7 +58,7 @@ void cq__inject_push(struct cq__inject *q, unsigned prio, struct cq__item *it)
     struct cq__inject_chunk *c = cq__tls.inject[prio];
     for (;;) {
         if (c == NULL) {
-            c = chunk_new();
+            c = chunk_new(q);
             cq__tls.inject[prio] = c;
             cq__store(&c->slots[0], it, relaxed);
             /* pairs with the consumer's acquire load of count in cq__inject_take */
@@ -86,6 +95,15 @@ void cq__inject_push(struct cq__inject *q, unsigned prio, struct cq__item *it)
         /* pairs with cq__inject_take's seq_cst clear of maybe_work and its re-check of the list */
         cq__store(&q->maybe_work, 1, seq_cst);
     }
+}
+
+/* A consumer is done with full chunk `c`: keep it as the queue's spare (see the header). */
+static void chunk_retire(struct cq__inject *q, struct cq__inject_chunk *c)
+{
+    /* acq_rel: pairs with chunk_new's exchange (this thread's reads of `c` come before the
+     * producer's writes; the chunk it displaces was published by an earlier retire) */
+    struct cq__inject_chunk *old = cq__xchg(&q->spare, c, acq_rel);
+    free(old);
 }
 
 struct cq__item *cq__inject_take(struct cq__inject *q, struct cq__runq *rq, uint32_t max)
@@ -126,8 +144,12 @@ struct cq__item *cq__inject_take(struct cq__inject *q, struct cq__runq *rq, uint
             continue;
         }
         cq__mpsc_pop(&q->tail, &q->head); /* c: nothing left in it */
-        if (count == CQ__INJECT_SLOTS || (n & ORPHAN)) {
-            free(c); /* its producer has let go of it */
+        if (count == CQ__INJECT_SLOTS) {
+            chunk_retire(q, c); /* its producer has let go of it */
+            continue;
+        }
+        if (n & ORPHAN) {
+            free(c); /* its producer has exited */
             continue;
         }
         /* The producer's current chunk, empty: seal it off the list (the producer relinks it on

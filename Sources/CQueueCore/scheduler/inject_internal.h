@@ -11,6 +11,12 @@
  *           SEALED (a consumer found the chunk empty and took it off the list: the producer
  *           relinks it on its next push) and ORPHAN (the producer thread exited).
  *   taken   slots consumed; consumers only, under the queue's lock.
+ * A consumer that used up a full chunk leaves it in the queue's spare slot for the next chunk a
+ * producer needs (the one it held before, if any, is freed), so that a steady producer reuses
+ * chunks instead of allocating them. A chunk stays under 1,008 bytes, glibc's largest "small"
+ * request: a larger one first sorts through every small block freed since (malloc_consolidate),
+ * under the arena lock, and a producer that allocates a chunk while pool threads free the
+ * blocks it allocated (closures, operations) would pay for all of them.
  * Who may call what:
  *   producers (any thread)         cq__inject_push
  *   consumers (pool threads)       cq__inject_take (takes the lock; returns NULL if it is busy)
@@ -25,7 +31,7 @@
 
 struct cq__runq;
 
-#define CQ__INJECT_SLOTS 250u
+#define CQ__INJECT_SLOTS 120u /* 992 bytes a chunk, see above */
 
 struct cq__inject_chunk {
     struct cq__item link; /* its node in the chunk list */
@@ -38,6 +44,7 @@ struct cq__inject {
     struct cq__item *_Atomic tail CQ_CACHE_ALIGNED; /* chunk list: producers of new chunks */
     struct cq__item *_Atomic head CQ_CACHE_ALIGNED; /* chunk list: consumers, under lock */
     atomic_flag lock;
+    struct cq__inject_chunk *_Atomic spare; /* a used-up chunk for the next producer, or NULL */
     /* 1 when items may be waiting. Producers set it after publishing; a consumer clears it
      * only after finding the queue empty, then looks once more (a Dekker pair, seq_cst). */
     _Atomic uint32_t maybe_work CQ_CACHE_ALIGNED;
