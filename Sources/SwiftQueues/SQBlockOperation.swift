@@ -11,7 +11,10 @@
 /// closure calls the method is the equivalent, `SQBlockOperation { worker.process(data) }`.
 ///
 /// Thread-safety: as ``SQOperation``. Adding a block after the operation started stops the
-/// process with a message. The blocks are kept (``executionBlocks``) as long as the operation.
+/// process with a message. The blocks are kept (``executionBlocks``) as long as the operation,
+/// except in the operations a queue makes for itself
+/// (``SQOperationQueue/addOperation(_:)-(()->Void)``, ``SQOperationQueue/addBarrierBlock(_:)``):
+/// those let their block go when they finish, on the thread that finished them.
 ///
 /// Porting from Foundation: `BlockOperation` → `SQBlockOperation`; the member names are the
 /// same.
@@ -43,9 +46,20 @@ open class SQBlockOperation: SQOperation, @unchecked Sendable {
 
     /// An operation with one block, created by `queue` for itself (see
     /// ``SQOperation/init(claimedBy:)``).
-    internal init(block: @escaping @Sendable () -> Void, claimedBy queue: SQOperationQueue) {
+    internal init(
+        block: @escaping @Sendable () -> Void, claimedBy queue: Unmanaged<SQOperationQueue>
+    ) {
         firstBlock = block
         super.init(claimedBy: queue)
+    }
+
+    /// Takes the blocks out of the operation, for the caller to release (see
+    /// ``SQOperation/isQueueMade``). Called under the operation lock, after the blocks ran.
+    internal func takeBlocks() -> (first: (@Sendable () -> Void)?, others: [@Sendable () -> Void]) {
+        let taken = (first: firstBlock, others: otherBlocks)
+        firstBlock = nil
+        otherBlocks = []
+        return taken
     }
 
     /// Adds a block. Stops the process with a message if the operation has started (is

@@ -71,11 +71,16 @@ extension SQOperation {
         var dependents = SQOperationList()
         var completion: (@Sendable () -> Void)?
         var queue: Unmanaged<SQOperationQueue>?
+        var blocks: (first: (@Sendable () -> Void)?, others: [@Sendable () -> Void])?
         let first = state.withLock { state in
             if state.phase == .finished {
                 return false
             }
             state.phase = .finished
+            if isQueueMade {
+                // safety: only SQOperationQueue makes such operations, all SQBlockOperation.
+                blocks = unsafeDowncast(self, to: SQBlockOperation.self).takeBlocks()
+            }
             // Pairs with the acquire loads of isFinished and of the queue's start path.
             let old = flags.load(ordering: .relaxed)
             flags.store(
@@ -92,6 +97,9 @@ extension SQOperation {
             return true
         }
         guard first else { return }
+        // A queue-made operation lets its blocks go here, on this thread (see
+        // SQOperationQueue+Retired.swift).
+        blocks = nil
         SQRuntime.probeOperationState(self, .finished)
         if queue != nil {
             if handOff.finishing == nil, let context = SQOperationContext.current,

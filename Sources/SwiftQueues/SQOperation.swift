@@ -113,6 +113,20 @@ open class SQOperation: @unchecked Sendable, CustomStringConvertible {
     @exclusivity(unchecked)
     internal var mayHaveDependencies = false
 
+    /// Set before the operation is shared, for a block operation the queue made for itself
+    /// (``SQOperationQueue/addOperation(_:)-(()->Void)``, ``SQOperationQueue/addBarrierBlock(_:)``):
+    /// its blocks are let go when it finishes, and its queue retires it for the adding thread
+    /// to free (see `SQOperationQueue+Retired.swift`).
+    @exclusivity(unchecked)
+    internal var isQueueMade = false
+
+    /// Set by the adding thread that releases the queue's reference to a retired operation,
+    /// before it releases it; read by `deinit`, which the last release orders after it: a
+    /// `deinit` on such a thread hands whatever user code the operation still holds to the
+    /// pool instead of releasing it there.
+    @exclusivity(unchecked)
+    internal var releasedByAddingThread = false
+
     // Queue-side fields: written and read only under the owning queue's lock (or, for
     // `queueTarget`, `queueQoS` and `owningQueue`, after the dispatch that the lock ordered).
     // Links are unmanaged: the queue holds one reference to each operation it contains.
@@ -155,11 +169,15 @@ open class SQOperation: @unchecked Sendable, CustomStringConvertible {
     /// `addBarrierBlock`), already claimed by it: its locked state names the queue from the
     /// start, so the queue need not claim it under the lock (nobody else can see it before
     /// the queue links it).
-    internal init(claimedBy queue: SQOperationQueue) {
-        state = SQMutex(LockedState(queue: Unmanaged.passUnretained(queue)))
+    internal init(claimedBy queue: Unmanaged<SQOperationQueue>) {
+        state = SQMutex(LockedState(queue: queue))
+        isQueueMade = true
     }
 
     deinit {
+        if releasedByAddingThread {
+            releaseLeftoversOnPool()
+        }
         // An operation keeps its dependencies; releasing the last operation of a long chain
         // would release the whole chain recursively and overflow the stack. Release it here
         // with a work list instead: a dependency nobody else holds gives up its own

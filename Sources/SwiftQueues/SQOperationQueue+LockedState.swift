@@ -27,6 +27,11 @@ extension SQOperationQueue {
         var qualityOfService: SQQoS.QoSClass = .default
         var name: String?
         var observers: SQOperationObservers<StateChange>?
+        /// Finished operations the queue made for itself, whose queue reference the next
+        /// adding thread releases (see `SQOperationQueue+Retired.swift`), linked through
+        /// `dispatchNext`; and how many.
+        var retired: Unmanaged<SQOperation>?
+        var retiredCount = 0
 
         /// Links `operation` at the end of the FIFO of all operations.
         mutating func link(_ operation: SQOperation) {

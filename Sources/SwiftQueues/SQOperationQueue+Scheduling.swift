@@ -50,12 +50,17 @@ extension SQOperationQueue {
     ) {
         var startable: Unmanaged<SQOperation>?
         var deliverer: SQOperationObservers<StateChange>?
+        var retired: Unmanaged<SQOperation>?
         state.withLock { state in
+            retired = state.takeRetired()
             let ready = ready || operation.queueState == .readyWhileAdding
             let qos = operationQoS ?? state.qualityOfService
             operation.owningQueue = Unmanaged.passUnretained(self)
             operation.queueQoS = qos
-            operation.queueTarget = state.underlying?.handle ?? SQQueue.global(qos: qos).handle
+            // The C handle of the global queue, not its Swift object: no reference counting
+            // on an object every adding thread shares.
+            operation.queueTarget =
+                state.underlying?.handle ?? cq_get_global_queue(qos.priority.cValue, 0)
             operation.queueSequence = state.nextSequence
             state.nextSequence += 1
             // The queue's reference to the operation, given back in operationFinished; and,
@@ -93,6 +98,7 @@ extension SQOperationQueue {
         }
         submit(startable)
         deliverer?.deliver()
+        SQOperationQueue.releaseRetired(retired, onAddingThread: true)
     }
 
     /// An operation of this queue became ready (its last dependency finished or was removed,
@@ -133,6 +139,8 @@ extension SQOperationQueue {
         var idleWaiters: [SQSemaphore] = []
         var idleContinuations: [CheckedContinuation<Void, Never>] = []
         var emptied = false
+        var retired = false
+        var released: Unmanaged<SQOperation>?
         let startable: Unmanaged<SQOperation>? = state.withLock { state in
             switch operation.queueState {
             case .listed:
@@ -148,8 +156,11 @@ extension SQOperationQueue {
             state.unlink(operation)
             state.operationRemoved(operation)
             state.publish(.finished(operation), to: &deliverer)
+            retired = state.retire(operation)
             if state.count == 0 {
                 emptied = true
+                // Nobody may add again soon: free the retired operations here.
+                released = state.takeRetired()
                 swap(&idleWaiters, &state.idleWaiters)
                 swap(&idleContinuations, &state.idleContinuations)
             }
@@ -163,8 +174,12 @@ extension SQOperationQueue {
             progress.operationFinished()
         }
         submit(startable, handOff: &handOff)
-        // The queue's reference, taken in enqueue (the caller holds its own).
-        Unmanaged.passUnretained(operation).release()
+        // The queue's reference, taken in enqueue (the caller holds its own), unless the
+        // queue retired the operation.
+        if !retired {
+            Unmanaged.passUnretained(operation).release()
+        }
+        SQOperationQueue.releaseRetired(released, onAddingThread: false)
         deliverer?.deliver()
         for waiter in idleWaiters {
             waiter.signal()

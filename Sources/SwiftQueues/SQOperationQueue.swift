@@ -107,7 +107,7 @@ open class SQOperationQueue: @unchecked Sendable, CustomStringConvertible {
     /// C core's task. Thread-safe; never blocks.
     /// Foundation: `OperationQueue.addOperation(_:)` with a closure.
     open func addOperation(_ block: @escaping @Sendable () -> Void) {
-        enqueueClaimed(SQBlockOperation(block: block, claimedBy: self))
+        enqueueClaimed(SQBlockOperation(block: block, claimedBy: Unmanaged.passUnretained(self)))
     }
 
     /// Adds a barrier: `barrier` runs once every operation added before it has finished
@@ -118,7 +118,7 @@ open class SQOperationQueue: @unchecked Sendable, CustomStringConvertible {
     /// O(1) (plus O(number of pending barriers) when each operation finishes).
     /// Thread-safe; never blocks. Foundation: `OperationQueue.addBarrierBlock(_:)`.
     open func addBarrierBlock(_ barrier: @escaping @Sendable () -> Void) {
-        let operation = SQBlockOperation(block: barrier, claimedBy: self)
+        let operation = SQBlockOperation(block: barrier, claimedBy: Unmanaged.passUnretained(self))
         operation.isQueueBarrier = true
         enqueueClaimed(operation)
     }
