@@ -2,7 +2,11 @@
  * A registration handler that cancels or suspends its source: no event handler starts after
  * the cancel (or the suspend) returned, even though events were pending when the source was
  * activated. (Found from Swift: the handler item read the state before the registration
- * handler and went on to the event handler with it.)
+ * handler and went on to the event handler with it.) And the same for a suspend by another
+ * thread just after the registration handler returned: what is merged once cq_suspend has
+ * returned reaches the event handler only after the resume. (Found from Swift under
+ * ThreadSanitizer: the handler item checked the state, the test thread suspended and merged,
+ * then the item took the merged data and called the event handler with 83 of 100 merges.)
  */
 #include "cq_test.h"
 
@@ -80,6 +84,68 @@ static void run_case(bool suspend)
     cq_release(q);
 }
 
+struct late_case {
+    cq_semaphore_t registered;
+    cq_semaphore_t delivered;
+    atomic_bool resumed;   /* set before cq_resume */
+    atomic_int early;      /* event handler calls before it */
+    atomic_uintptr_t data; /* the last call's data */
+    cq_source_t source;
+};
+
+static void late_registration(void *ctx)
+{
+    cq_semaphore_signal(((struct late_case *)ctx)->registered);
+}
+
+static void late_event(void *ctx)
+{
+    struct late_case *c = ctx;
+    if (!atomic_load(&c->resumed)) {
+        atomic_fetch_add(&c->early, 1);
+    }
+    atomic_store(&c->data, cq_source_get_data(c->source));
+    cq_semaphore_signal(c->delivered);
+}
+
+static void test_suspend_right_after_registration(void)
+{
+    enum { ROUNDS = 3000, MERGES = 100 };
+    int early = 0;
+    cq_queue_t q = cq_queue_create("registration", NULL);
+    for (int i = 0; i < ROUNDS; i++) {
+        struct late_case c = {.registered = cq_semaphore_create(0),
+                              .delivered = cq_semaphore_create(0)};
+        c.source = cq_source_create(CQ_SOURCE_TYPE_DATA_ADD, 0, 0, q);
+        REQUIRE(c.source != NULL);
+        cq_set_context(c.source, &c);
+        cq_source_set_registration_handler_f(c.source, late_registration);
+        cq_source_set_event_handler_f(c.source, late_event);
+        cq_activate(c.source);
+        WAIT_SEMA(c.registered);
+        /* The handler item may still be running (it called the registration handler): it must
+         * not deliver what arrives from here on before the resume. */
+        cq_suspend(c.source);
+        for (int k = 0; k < MERGES; k++) {
+            cq_source_merge_data(c.source, 1);
+        }
+        atomic_store(&c.resumed, true);
+        cq_resume(c.source);
+        WAIT_SEMA(c.delivered);
+        early += atomic_load(&c.early);
+        CHECK_EQ(atomic_load(&c.data), (uintptr_t)MERGES); /* one call, every merge */
+        cq_source_cancel(c.source);
+        cq_sync_f(q, NULL, noop);
+        cq_release(c.source);
+        cq_release(c.registered);
+        cq_release(c.delivered);
+    }
+    fprintf(stderr, "   suspended by another thread: %d of %d sources delivered early\n", early,
+            ROUNDS);
+    CHECK_EQ(early, 0);
+    cq_release(q);
+}
+
 static void test_cancel_in_registration_handler(void)
 {
     run_case(false);
@@ -94,5 +160,6 @@ int main(void)
 {
     RUN(test_cancel_in_registration_handler);
     RUN(test_suspend_in_registration_handler);
+    RUN(test_suspend_right_after_registration);
     TEST_MAIN_END();
 }

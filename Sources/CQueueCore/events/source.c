@@ -294,6 +294,37 @@ static bool still_ready(struct cq_source_s *s)
     return poll(&p, 1, 0) == 1 && !(p.revents & POLLNVAL);
 }
 
+/* Puts back what the handler item took for an event handler it will not call now: the
+ * resume (or the item's own finish, which looks at pending again) schedules it. */
+static void give_back(struct cq_source_s *s, bool fired, uintptr_t data)
+{
+    if (data) {
+        switch (s->type->kind) {
+        case CQ_SOURCE_KIND_DATA_OR:
+        case CQ_SOURCE_KIND_PROC:
+        case CQ_SOURCE_KIND_VNODE:
+            /* pairs with the next handler item's acquire exchange of pending */
+            cq__or(&s->pending, data, release);
+            break;
+        case CQ_SOURCE_KIND_DATA_REPLACE: {
+            /* a value merged since replaced ours: it stays. Pairs with the next handler item's
+             * acquire exchange of pending */
+            uintptr_t none = 0;
+            cq__cas(&s->pending, &none, data, release);
+            break;
+        }
+        default: /* counts */
+            /* pairs with the next handler item's acquire exchange of pending */
+            cq__add(&s->pending, data, release);
+            break;
+        }
+    }
+    if (fired) {
+        /* pairs with the next handler item's acquire and of FIRED */
+        cq__or(&s->state, CQ__SS_FIRED, release);
+    }
+}
+
 void cq__source_invoke(struct cq_source_s *s)
 {
     cq__source_free_retired(s);
@@ -326,6 +357,14 @@ void cq__source_invoke(struct cq_source_s *s)
         bool fired = cq__and(&s->state, ~CQ__SS_FIRED, acquire) & CQ__SS_FIRED;
         /* acquire: pairs with the release merges of the events */
         uintptr_t data = cq__xchg(&s->pending, 0, acquire);
+        /* Suspended since the look above? What we took may have been merged after cq_suspend
+         * returned (the suspending thread's merges happen after its suspend: taking one of them
+         * makes the suspend visible here), so it waits for the resume. Acquire: pairs with the
+         * merges' seq_cst RMWs on pending, whose thread suspended before them. */
+        if ((fired || data) && (cq__load(&s->state, acquire) & CQ__SS_SUSPEND_MASK)) {
+            give_back(s, fired, data);
+            goto finish;
+        }
         if (io && fired) {
             data = readiness_data(s);
         }
