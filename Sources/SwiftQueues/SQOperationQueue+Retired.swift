@@ -95,20 +95,24 @@ extension SQOperation {
     /// From `deinit` on an adding thread: moves what user code attached to the operation to
     /// a pool thread to release there. Usually there is nothing.
     internal func releaseLeftoversOnPool() {
-        let leftovers: SQOperationLeftovers? = state.withLock { state in
+        // Only the submission's reference: a strong local released after the submission
+        // could be the last one, if the pool thread released its own first.
+        let leftovers: Unmanaged<SQOperationLeftovers>? = state.withLock { state in
             guard state.extras != nil || state.completionBlock != nil
                 || !state.dependencies.isEmpty
             else { return nil }
-            let leftovers = SQOperationLeftovers(
-                extras: state.extras, completion: state.completionBlock,
-                dependencies: state.dependencies.take())
-            state.extras = nil
-            state.completionBlock = nil
-            return leftovers
+            defer {
+                state.extras = nil
+                state.completionBlock = nil
+            }
+            return Unmanaged.passRetained(
+                SQOperationLeftovers(
+                    extras: state.extras, completion: state.completionBlock,
+                    dependencies: state.dependencies.take()))
         }
         guard let leftovers else { return }
         cq_async_f(
-            cq_get_global_queue(SQQueue.Priority.default.cValue, 0),
-            Unmanaged.passRetained(leftovers).toOpaque(), sqReleaseLeftovers)
+            cq_get_global_queue(SQQueue.Priority.default.cValue, 0), leftovers.toOpaque(),
+            sqReleaseLeftovers)
     }
 }

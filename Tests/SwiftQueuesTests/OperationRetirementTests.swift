@@ -6,25 +6,39 @@ import Musl
 import SwiftQueues
 import Testing
 
-/// An object whose deinit reports the thread it ran on.
+/// An object whose token's deinit reports whether it ran on a given thread while that thread
+/// was inside `addOperation` (see `adding(on:_:)`).
 private final class Released: @unchecked Sendable {
     let released = SQSemaphore(value: 0)
-    let thread = Locked<pthread_t?>(nil)
+    /// The adding thread, while it adds.
+    private let adder = Locked<pthread_t?>(nil)
+    private let insideAdd = Locked<Bool>(false)
 
     final class Token: @unchecked Sendable {
         let owner: Released
         init(_ owner: Released) { self.owner = owner }
         deinit {
-            owner.thread.withLock { $0 = pthread_self() }
+            let here = pthread_self()
+            let inside = owner.adder.withLock { $0.map { pthread_equal($0, here) != 0 } ?? false }
+            owner.insideAdd.withLock { $0 = inside }
             owner.released.signal()
         }
     }
 
-    /// Whether the token was released within the tests' patience, and not on `thread`.
-    func releasedElsewhere(than adder: pthread_t) -> Bool {
-        guard arrived(released) else { return false }
-        return thread.withLock { $0.map { pthread_equal($0, adder) == 0 } ?? false }
+    /// Runs `body` (which adds operations) marked as the adding thread's time inside
+    /// `addOperation`.
+    func adding(_ body: () -> Void) {
+        adder.withLock { $0 = pthread_self() }
+        body()
+        adder.withLock { $0 = nil }
     }
+
+    /// Whether the token was released within the tests' patience.
+    var wasReleased: Bool { arrived(released) }
+
+    /// Whether it was released on the adding thread while that thread was adding. (Anywhere
+    /// else is fine, the test thread included: a pool thread that waits runs queued work.)
+    var releasedInsideAdd: Bool { insideAdd.withLock { $0 } }
 }
 
 /// An operation subclass whose deinit hands its token on: a dependency that user code holds.
@@ -57,7 +71,7 @@ private func queueMadeOperation(
             let token = Released.Token(watcher)
             queue.addOperation { withExtendedLifetime(token) {} }
         }
-        #expect(watcher.releasedElsewhere(than: pthread_self()))
+        #expect(watcher.wasReleased)
         unblock.signal()
         #expect(empties(queue))
     }
@@ -77,11 +91,14 @@ private func queueMadeOperation(
             target.addDependency(TokenOperation(Released.Token(watcher)))
         }
         // This thread adds: it frees the retired target, whose dependency (and so the
-        // token) must be released elsewhere.
-        for _ in 0..<4 {
-            queue.addOperation {}
+        // token) must not be released inside addOperation.
+        watcher.adding {
+            for _ in 0..<4 {
+                queue.addOperation {}
+            }
         }
-        #expect(watcher.releasedElsewhere(than: pthread_self()))
+        #expect(watcher.wasReleased)
+        #expect(!watcher.releasedInsideAdd)
         unblock.signal()
         #expect(empties(queue))
     }
@@ -101,7 +118,7 @@ private func queueMadeOperation(
             target.addDependency(TokenOperation(Released.Token(watcher)))
         }
         unblock.signal()  // the queue empties; nobody adds again
-        #expect(watcher.releasedElsewhere(than: pthread_self()))
+        #expect(watcher.wasReleased)
         #expect(empties(queue))
     }
 
