@@ -56,6 +56,19 @@ private func queueMadeOperation(
     return queue.operations.last!
 }
 
+/// Leaves in `queue` a finished operation it made for a closure, retired (a blocker, which
+/// `unblock` releases, keeps the queue busy), with user code attached after it finished: a
+/// dependency holding a token of `watcher`. The caller keeps no reference to either.
+private func retireWithToken(_ queue: SQOperationQueue, unblock: SQSemaphore, watcher: Released)
+{
+    queue.isSuspended = true
+    let target = queueMadeOperation(queue)
+    queue.addOperation { _ = unblock.wait(timeout: patience()) }
+    queue.isSuspended = false
+    #expect(completes { target.waitUntilFinished() })
+    target.addDependency(TokenOperation(Released.Token(watcher)))
+}
+
 /// The operations a queue makes for closures are freed by the next thread that adds one
 /// (see SQOperationQueue+Retired.swift). Whatever user code they hold must still be let go
 /// when it was before, and never on that adding thread (issue 12).
@@ -80,16 +93,9 @@ private func queueMadeOperation(
     /// finished) is released on the pool when the adding thread frees the operation.
     @Test func testAttachedUserCodeIsNotReleasedOnTheAddingThread() {
         let queue = SQOperationQueue()
-        queue.isSuspended = true
         let unblock = SQSemaphore(value: 0)
         let watcher = Released()
-        do {
-            let target = queueMadeOperation(queue)
-            queue.addOperation { _ = unblock.wait(timeout: patience()) }  // keeps it busy
-            queue.isSuspended = false
-            #expect(completes { target.waitUntilFinished() })
-            target.addDependency(TokenOperation(Released.Token(watcher)))
-        }
+        retireWithToken(queue, unblock: unblock, watcher: watcher)
         // This thread adds: it frees the retired target, whose dependency (and so the
         // token) must not be released inside addOperation.
         watcher.adding {
@@ -107,16 +113,9 @@ private func queueMadeOperation(
     /// that may never come.
     @Test func testRetiredOperationsAreFreedWhenTheQueueEmpties() {
         let queue = SQOperationQueue()
-        queue.isSuspended = true
         let unblock = SQSemaphore(value: 0)
         let watcher = Released()
-        do {
-            let target = queueMadeOperation(queue)
-            queue.addOperation { _ = unblock.wait(timeout: patience()) }
-            queue.isSuspended = false
-            #expect(completes { target.waitUntilFinished() })
-            target.addDependency(TokenOperation(Released.Token(watcher)))
-        }
+        retireWithToken(queue, unblock: unblock, watcher: watcher)
         unblock.signal()  // the queue empties; nobody adds again
         #expect(watcher.wasReleased)
         #expect(empties(queue))
