@@ -99,7 +99,7 @@ extension SQOperation {
         guard first else { return }
         // A queue-made operation lets its blocks go here, on this thread (see
         // SQOperationQueue+Retired.swift).
-        blocks = nil
+        _ = blocks.take()
         SQRuntime.probeOperationState(self, .finished)
         if queue != nil {
             if handOff.finishing == nil, let context = SQOperationContext.current,
