@@ -8,10 +8,39 @@
 #endif
 #include "platform/thread_start_internal.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stddef.h>
+#include <sys/resource.h>
+
+static int base_nice;
+static cq__thread_start_delegate_t _Atomic start_delegate;
+
+void cq__thread_start_set_delegate(int nice, cq__thread_start_delegate_t delegate)
+{
+    base_nice = nice;
+    /* release: pairs with the acquire load in cq__thread_start (base_nice is visible) */
+    cq__store(&start_delegate, delegate, release);
+}
 
 int cq__thread_start(pthread_t *thread, void *(*fn)(void *), void *arg)
+{
+    /* acquire: pairs with the release store in cq__thread_start_set_delegate */
+    cq__thread_start_delegate_t delegate = cq__load(&start_delegate, acquire);
+    if (delegate != NULL) {
+        errno = 0;
+        int nice = getpriority(PRIO_PROCESS, 0); /* Linux: the calling thread's */
+        if (errno == 0 && nice > base_nice) {
+            int err = delegate(thread, fn, arg);
+            if (err >= 0) {
+                return err;
+            }
+        }
+    }
+    return cq__thread_start_here(thread, fn, arg);
+}
+
+int cq__thread_start_here(pthread_t *thread, void *(*fn)(void *), void *arg)
 {
     sigset_t set, old;
     sigfillset(&set);

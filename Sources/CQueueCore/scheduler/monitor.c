@@ -19,16 +19,19 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "platform/diag_internal.h"
 #include "platform/parker_internal.h"
+#include "platform/thread_start_internal.h"
 #include "scheduler/pool_internal.h"
 
 #define TICK_NS 1000000L
@@ -40,6 +43,71 @@ static _Atomic uint32_t active; /* futex: 0 asleep, 1 kicked / running */
 static _Atomic bool missing;    /* its thread could not be started: kicks try again */
 
 static void start_thread(void);
+
+/* ---- starting threads for threads of a higher nice value (thread_start_internal.h) ---------
+ * The monitor runs at the nice value of the thread that started the pool, and it is always
+ * there: a background worker (nice 19) that must start a thread (the reactor for its first
+ * timer, the I/O thread, a worker of another band) hands the start to it and waits, so that
+ * the new thread runs at the pool's nice value, not 19. At most a tick's wait (1 ms) while the
+ * monitor is awake; such starts happen a few times in a process's life. */
+struct start_req {
+    pthread_t *thread;
+    void *(*fn)(void *);
+    void *arg;
+    int err;
+    _Atomic uint32_t done; /* futex: 1 once err (and *thread) are written */
+    struct start_req *next;
+};
+
+static pthread_mutex_t starts_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct start_req *starts;    /* under starts_lock */
+static _Atomic bool thread_running; /* the monitor's thread runs */
+static __thread bool on_monitor;    /* the calling thread is the monitor's */
+
+static int start_delegate(pthread_t *thread, void *(*fn)(void *), void *arg)
+{
+    /* acquire: pairs with the release store at the top of monitor_main */
+    if (on_monitor || !cq__load(&thread_running, acquire)) {
+        return -1; /* start it yourself */
+    }
+    struct start_req req = {.thread = thread, .fn = fn, .arg = arg};
+    pthread_mutex_lock(&starts_lock);
+    req.next = starts;
+    starts = &req;
+    pthread_mutex_unlock(&starts_lock);
+    /* The list's lock orders this kick after the monitor's last look at the list (see the
+     * end of monitor_main's loop): it is either seen there or wakes the monitor. */
+    cq__monitor_kick();
+    /* acquire: pairs with the release store in run_starts (err and *thread are written) */
+    while (cq__load(&req.done, acquire) == 0) {
+        cq__futex_wait(&req.done, 0, NULL);
+    }
+    return req.err;
+}
+
+static bool starts_pending(void)
+{
+    pthread_mutex_lock(&starts_lock);
+    bool pending = starts != NULL;
+    pthread_mutex_unlock(&starts_lock);
+    return pending;
+}
+
+static void run_starts(void)
+{
+    pthread_mutex_lock(&starts_lock);
+    struct start_req *list = starts;
+    starts = NULL;
+    pthread_mutex_unlock(&starts_lock);
+    while (list != NULL) {
+        struct start_req *r = list;
+        list = r->next; /* before the store: the requester may return and free r right after */
+        r->err = cq__thread_start_here(r->thread, r->fn, r->arg);
+        /* release: pairs with the requester's acquire load in start_delegate */
+        cq__store(&r->done, 1, release);
+        cq__futex_wake(&r->done, 1); /* by address only: r may be gone, a stray wake is harmless */
+    }
+}
 
 void cq__monitor_kick(void)
 {
@@ -57,6 +125,9 @@ void cq__monitor_fork_child(void)
 {
     cq__store(&active, 0, relaxed);
     cq__store(&missing, false, relaxed);
+    cq__store(&thread_running, false, relaxed);
+    starts = NULL; /* only the forking thread exists: nobody waits for these */
+    pthread_mutex_init(&starts_lock, NULL);
 }
 
 /* Whether thread `tid` of this process is asleep (state S or D), from /proc. A thread that is
@@ -145,22 +216,28 @@ static void *monitor_main(void *arg)
 {
     (void)arg;
     pthread_setname_np(pthread_self(), "cq-monitor");
+    on_monitor = true;
+    /* release: pairs with start_delegate's acquire load */
+    cq__store(&thread_running, true, release);
     for (;;) {
         /* pairs with nothing that publishes data: the kick only wakes the monitor, which reads the
          * pool's counters itself (see cq__monitor_kick) */
         while (cq__load(&active, acquire) == 0) {
             cq__futex_wait(&active, 0, NULL);
         }
+        run_starts();
         for (uint32_t quiet = 0; quiet < QUIET_TICKS;) {
             struct timespec d = {0, TICK_NS};
             nanosleep(&d, NULL);
+            run_starts();
             quiet = tick() ? 0 : quiet + 1;
         }
         /* pairs with the seq_cst work re-check below against producers' publish-then-kick (see
          * cq__monitor_kick) */
         cq__store(&active, 0, seq_cst);
-        /* A kick between our last tick and the store above would be lost: look once more. */
-        if (cq__pool_work_waiting()) {
+        /* A kick between our last tick and the store above would be lost: look once more (a
+         * start request's kick is ordered by the list's lock instead). */
+        if (cq__pool_work_waiting() || starts_pending()) {
             cq__store(&active, 1, relaxed);
         }
     }
@@ -180,5 +257,10 @@ static void start_thread(void)
 
 void cq__monitor_start(void)
 {
+    /* The nice value of the thread that starts the pool, the monitor's own (it inherits it):
+     * the one every runtime thread but the background workers runs at. */
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, 0); /* Linux: the calling thread's */
+    cq__thread_start_set_delegate(errno == 0 ? nice : 0, start_delegate);
     start_thread();
 }
