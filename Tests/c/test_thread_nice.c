@@ -39,9 +39,12 @@ static void gate(void *ctx)
     }
 }
 
+/* Runs on the express worker (both normal workers are in a gate), then lets them go on to the
+ * timer's and the read's handlers. */
 static void high_task(void *ctx)
 {
     atomic_store(&high_nice, my_nice());
+    atomic_store(&gate_open, 1);
     cq_group_leave(ctx);
 }
 
@@ -155,7 +158,6 @@ static void test_threads_started_from_background_work(void)
     cq_group_enter(group); /* in_background leaves it, once it has entered for what it started */
     cq_async_f(cq_get_global_queue(CQ_QUEUE_PRIORITY_BACKGROUND, 0), group, in_background);
     WAIT_GROUP(group);
-    atomic_store(&gate_open, 1);
     WAIT_GROUP(gates);
     cq_release(gates);
     cq_release(group);
