@@ -361,7 +361,9 @@ void cq__io_op_unref(struct cq__io_op *op)
     if (op->rest) {
         cq_release(op->rest);
     }
-    free(op->buf);
+    if (op->buf) {
+        cq__io_buf_free(op->buf, op->buf_len);
+    }
     if (op->src) {
         cq_release(op->src); /* its cancel handler has run (it held a reference to us) */
     }

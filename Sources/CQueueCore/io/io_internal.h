@@ -176,4 +176,7 @@ CQ_INTERNAL void cq__io_op_start(struct cq__io_op *op);
 /* A stop reached an active operation. */
 CQ_INTERNAL void cq__io_op_stop(struct cq__io_op *op);
 
+/* io_op.c: frees a read buffer of `cap` bytes (file chunks go back to the buffer cache). */
+CQ_INTERNAL void cq__io_buf_free(void *b, size_t cap);
+
 #endif /* CQ_IO_INTERNAL_H */
