@@ -115,11 +115,7 @@ struct cq__item *cq__inject_take(struct cq__inject *q, struct cq__runq *rq, uint
     struct cq__item *first = NULL;
     uint32_t got = 0;
     bool emptied = false;
-    /* Goes on past `max` items only to find out whether the queue is now empty: a take of its
-     * last item clears the hint itself, so that the taker does not announce a backlog that is
-     * not there (waking a worker to find nothing, a futex wake-up on the critical path of
-     * every lone item: a high-priority task, a socket's readiness). */
-    for (;;) {
+    while (got < max) {
         struct cq__item *l = cq__mpsc_peek(&q->tail, &q->head);
         if (l == NULL) {
             emptied = true;
@@ -130,9 +126,6 @@ struct cq__item *cq__inject_take(struct cq__inject *q, struct cq__runq *rq, uint
         uint32_t n = cq__load(&c->count, acquire);
         uint32_t count = COUNT(n);
         if (count > c->taken) {
-            if (got == max) {
-                break; /* more is waiting */
-            }
             uint32_t k = count - c->taken;
             if (k > max - got) {
                 k = max - got;
