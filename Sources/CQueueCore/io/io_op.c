@@ -111,6 +111,7 @@ static void buf_recycle(void *b)
     }
 }
 
+/* A buffer of `cap` bytes that is not data (and not in the engine) goes back. */
 void cq__io_buf_free(void *b, size_t cap)
 {
     if (cap == FILE_CHUNK) {
@@ -496,16 +497,6 @@ static void stream_step(struct cq__io_op *op, bool owned)
 
 static void fread_completed(struct cq__io_req *req, ssize_t res);
 
-/* Under the lock: a buffer of `cap` bytes that is not data (and not in the engine) goes back. */
-static void buf_drop(void *b, size_t cap)
-{
-    if (cap == FILE_CHUNK) {
-        buf_recycle(b);
-    } else {
-        free(b);
-    }
-}
-
 /* Under the lock: the window's next request, made ready (NULL if none may be issued now). */
 static struct cq__io_freq *fread_next(struct cq__io_op *op)
 {
@@ -540,11 +531,11 @@ static void fread_consume(struct cq__io_op *op)
         void *b = f->buf;
         f->buf = NULL;
         if (op->finished || op->stopped || op->drain) {
-            buf_drop(b, f->req.len); /* past a short read, an error or a stop */
+            cq__io_buf_free(b, f->req.len); /* past a short read, an error or a stop */
             continue;
         }
         if (f->res < 0) {
-            buf_drop(b, f->req.len);
+            cq__io_buf_free(b, f->req.len);
             if (f->res != -EAGAIN) { /* -EAGAIN: interrupted, read it again */
                 op->rd_err = (int)-f->res;
             }
@@ -553,7 +544,7 @@ static void fread_consume(struct cq__io_op *op)
         }
         size_t n = (size_t)f->res;
         if (n == 0) {
-            buf_drop(b, f->req.len);
+            cq__io_buf_free(b, f->req.len);
             op->rd_eof = true;
             op->drain = true;
             continue;
