@@ -57,6 +57,11 @@ enum { CQ__IO_OP_READ, CQ__IO_OP_WRITE, CQ__IO_OP_BARRIER };
 /* File reads keep up to this many requests in flight per operation (io_op.c: read-ahead). */
 #define CQ__IO_READ_AHEAD 4
 
+/* A file read issues no request while this many bytes it read wait in its deliveries for the
+ * handler (io_op.c, fread_can_issue). Twice the window: a handler's thread that is late by a
+ * few pieces (a wake-up behind a busy CPU) does not stop the reading. */
+#define CQ__IO_QUEUED_MAX ((size_t)8 << 20)
+
 /* One request of a file read's window: issued in file order, consumed in file order. */
 struct cq__io_freq {
     struct cq__io_req req;
@@ -105,6 +110,7 @@ struct cq__io_op {
     unsigned inflight; /* file requests in the engine */
     /* deliveries */
     struct cq__io_delivery *dq_head, *dq_tail;
+    size_t dq_bytes; /* read: bytes of data in the queued deliveries */
     bool delivering;
     /* engines */
     struct cq__io_req req; /* a file write's request */
@@ -178,5 +184,13 @@ CQ_INTERNAL void cq__io_op_stop(struct cq__io_op *op);
 
 /* io_op.c: frees a read buffer of `cap` bytes (file chunks go back to the buffer cache). */
 CQ_INTERNAL void cq__io_buf_free(void *b, size_t cap);
+
+/* io_op.c, for tests: the file-chunk buffers in use (read into, or data not released yet),
+ * their most at once since the last reset, and how often a file read held back a request
+ * because its handler had not taken what it read. */
+struct cq__io_buf_stats {
+    size_t live, peak, holds;
+};
+CQ_INTERNAL struct cq__io_buf_stats cq__io_buf_stats(bool reset_peak);
 
 #endif /* CQ_IO_INTERNAL_H */

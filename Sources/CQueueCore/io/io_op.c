@@ -29,7 +29,10 @@
  * delivery task), then submits the requests they made room for with one io_uring_enter, inside
  * which the kernel copies them from the page cache; so the wake-ups, locks and system calls
  * per piece are shared by the batch, and a cold file has several requests queued on the
- * device. Writes go one request at a time.
+ * device. A read runs ahead of its handler by at most CQ__IO_QUEUED_MAX bytes waiting in its
+ * deliveries: past that it issues nothing, and the delivery that takes them below it issues
+ * again; so a handler slower than the disk holds a few megabytes, not the file. Writes go one
+ * request at a time.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -74,6 +77,8 @@ static size_t min3(size_t a, size_t b, size_t c)
 static pthread_mutex_t buf_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *buf_cache[BUF_CACHE];
 static int buf_cached;
+static size_t buf_live, buf_peak; /* file chunks out of the cache, and their most (tests) */
+static _Atomic size_t read_holds; /* see fread_next (tests) */
 
 static void *buf_get(size_t size)
 {
@@ -82,6 +87,9 @@ static void *buf_get(size_t size)
         pthread_mutex_lock(&buf_lock);
         if (buf_cached > 0) {
             b = buf_cache[--buf_cached];
+        }
+        if (++buf_live > buf_peak) {
+            buf_peak = buf_live;
         }
         pthread_mutex_unlock(&buf_lock);
         if (b == NULL) {
@@ -101,6 +109,7 @@ static void *buf_get(size_t size)
 static void buf_recycle(void *b)
 {
     pthread_mutex_lock(&buf_lock);
+    buf_live--;
     if (buf_cached < BUF_CACHE) {
         buf_cache[buf_cached++] = b;
         b = NULL;
@@ -109,6 +118,17 @@ static void buf_recycle(void *b)
     if (b != NULL) {
         munmap(b, FILE_CHUNK);
     }
+}
+
+struct cq__io_buf_stats cq__io_buf_stats(bool reset_peak)
+{
+    pthread_mutex_lock(&buf_lock);
+    struct cq__io_buf_stats st = {buf_live, buf_peak, cq__load(&read_holds, relaxed)};
+    if (reset_peak) {
+        buf_peak = buf_live;
+    }
+    pthread_mutex_unlock(&buf_lock);
+    return st;
 }
 
 /* A buffer of `cap` bytes that is not data (and not in the engine) goes back. */
@@ -128,23 +148,40 @@ static void op_ref(struct cq__io_op *op)
 
 /* ---- deliveries ----------------------------------------------------------------------------- */
 
+static bool fread_room(const struct cq__io_op *op);
+static bool fread_can_issue(const struct cq__io_op *op);
+static void fread_issue(struct cq__io_op *op);
+
 static void delivery_run(void *ctx)
 {
     struct cq__io_op *op = ctx;
     struct cq_io_s *ch = op->ch;
     for (;;) {
         pthread_mutex_lock(&ch->lock);
+        /* a file read that held its requests back until the handler took what it had read
+         * goes on (from here: its last requests may have completed long ago) */
+        bool resume = op->kind == CQ__IO_OP_READ && ch->is_file && !op->stepping &&
+                      fread_can_issue(op);
+        op->stepping = op->stepping || resume;
         struct cq__io_delivery *d = op->dq_head;
         if (d == NULL) {
             op->delivering = false;
-            pthread_mutex_unlock(&ch->lock);
-            break;
-        }
-        op->dq_head = d->next;
-        if (op->dq_head == NULL) {
-            op->dq_tail = NULL;
+        } else {
+            op->dq_head = d->next;
+            if (op->dq_head == NULL) {
+                op->dq_tail = NULL;
+            }
+            if (op->kind == CQ__IO_OP_READ && d->data) {
+                op->dq_bytes -= cq_data_get_size(d->data);
+            }
         }
         pthread_mutex_unlock(&ch->lock);
+        if (resume) {
+            fread_issue(op);
+        }
+        if (d == NULL) {
+            break;
+        }
         op->handler(op->ctx, d->done, d->data, d->error);
         if (d->data) {
             cq_release(d->data);
@@ -161,6 +198,9 @@ void cq__io_deliver(struct cq__io_op *op, bool done, cq_data_t data, int error)
         cq__crash("out of memory delivering I/O results");
     }
     *d = (struct cq__io_delivery){.done = done, .data = data, .error = error};
+    if (op->kind == CQ__IO_OP_READ && data) {
+        op->dq_bytes += cq_data_get_size(data);
+    }
     if (op->dq_tail) {
         op->dq_tail->next = d;
     } else {
@@ -500,7 +540,11 @@ static void fread_completed(struct cq__io_req *req, ssize_t res);
 /* Under the lock: the window's next request, made ready (NULL if none may be issued now). */
 static struct cq__io_freq *fread_next(struct cq__io_op *op)
 {
-    if (op->finished || op->stopped || op->drain || op->ra_left == 0 || op->fr_n >= op->fr_win) {
+    if (!fread_room(op)) {
+        return NULL;
+    }
+    if (op->dq_bytes >= CQ__IO_QUEUED_MAX) {
+        cq__add(&read_holds, 1, relaxed);
         return NULL;
     }
     struct cq__io_freq *f = &op->fr[(op->fr_head + op->fr_n) % CQ__IO_READ_AHEAD];
@@ -584,9 +628,18 @@ static void fread_settle(struct cq__io_op *op)
     }
 }
 
-static bool fread_can_issue(const struct cq__io_op *op)
+/* Whether the window has room for a request, and whether one may be issued now: not while
+ * the handler has not taken CQ__IO_QUEUED_MAX bytes of what was read (a handler slower than
+ * the disk would otherwise have the whole file read into memory behind it; the delivery that
+ * takes them below it goes on). */
+static bool fread_room(const struct cq__io_op *op)
 {
     return !op->finished && !op->stopped && !op->drain && op->ra_left > 0 && op->fr_n < op->fr_win;
+}
+
+static bool fread_can_issue(const struct cq__io_op *op)
+{
+    return fread_room(op) && op->dq_bytes < CQ__IO_QUEUED_MAX;
 }
 
 /* Issues requests while the window has room. Called owning the operation (`stepping`), not
@@ -636,6 +689,9 @@ static void fread_completed(struct cq__io_req *req, ssize_t res)
         fread_settle(op);
         issue = fread_can_issue(op);
         op->stepping = issue;
+        if (!issue && fread_room(op)) {
+            cq__add(&read_holds, 1, relaxed);
+        }
     }
     cq__io_unlock(ch);
     if (issue) {
