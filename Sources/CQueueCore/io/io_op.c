@@ -160,8 +160,8 @@ static void delivery_run(void *ctx)
         pthread_mutex_lock(&ch->lock);
         /* a file read that held its requests back until the handler took what it had read
          * goes on (from here: its last requests may have completed long ago) */
-        bool resume = op->kind == CQ__IO_OP_READ && ch->is_file && !op->stepping &&
-                      fread_can_issue(op);
+        bool resume =
+            op->kind == CQ__IO_OP_READ && ch->is_file && !op->stepping && fread_can_issue(op);
         op->stepping = op->stepping || resume;
         struct cq__io_delivery *d = op->dq_head;
         if (d == NULL) {
