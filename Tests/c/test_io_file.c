@@ -687,8 +687,8 @@ static void test_read_buffers_aligned(void)
  * piece, a 64 MiB file read holds back its requests once a few pieces wait for the handler
  * (before, it read the whole file into memory behind a handler that did not keep up); let go,
  * the read delivers every byte in order. The counters are the buffer cache's (io_op.c). */
-struct cq__io_buf_stats {
-    size_t live, peak, holds;
+struct cq__io_buf_stats { /* io_internal.h's */
+    size_t live, peak, holds, inlined;
 };
 struct cq__io_buf_stats cq__io_buf_stats(bool reset_peak);
 
@@ -744,6 +744,140 @@ static void test_read_ahead_bounded(void)
     done_with(st, 0);
     cq_release(h.entered);
     cq_release(h.gate);
+    close(fd);
+    free(src);
+    cq_release(q);
+    unlink(path);
+}
+
+/* A cheap handler (it keeps the pieces, no copy) has its own run read the next piece once it
+ * has had the others (io_op.c, fread_inline): every byte in order, a length that ends mid-piece,
+ * the end of the file, a stream channel's position, close with stop, a file dropped from the
+ * page cache (the engine reads what is not cached). */
+struct keep_rec {
+    cq_semaphore_t done, piece;
+    cq_data_t kept[64]; /* the pieces, retained (cheap even under a sanitizer) */
+    size_t pieces;
+    int error;
+};
+
+static void keep_handler(void *ctx, bool done, cq_data_t data, int error)
+{
+    struct keep_rec *k = ctx;
+    if (data && cq_data_get_size(data) > 0) {
+        REQUIRE(k->pieces < 64);
+        cq_retain(data);
+        k->kept[k->pieces++] = data;
+    }
+    if (!done) {
+        cq_semaphore_signal(k->piece);
+        return;
+    }
+    k->error = error;
+    cq_semaphore_signal(k->done);
+}
+
+static uint64_t data_sum(cq_data_t d)
+{
+    struct sum h = SUM_INIT;
+    cq_data_apply_f(d, &h, sum_region);
+    return sum_final(h);
+}
+
+/* Reads `length` at `offset` through `ch` with the cheap handler; stops it with a close after
+ * `stop_after` pieces (0: never). Returns the bytes; *error: the end's error. */
+static cq_data_t keep_read(cq_io_t ch, cq_queue_t q, off_t offset, size_t length, size_t stop_after,
+                           int *error)
+{
+    struct keep_rec *k = calloc(1, sizeof *k);
+    k->done = cq_semaphore_create(0);
+    k->piece = cq_semaphore_create(0);
+    cq_io_read_f(ch, offset, length, q, k, keep_handler);
+    for (size_t i = 0; i < stop_after; i++) {
+        WAIT_SEMA(k->piece);
+    }
+    if (stop_after) {
+        cq_io_close(ch, CQ_IO_STOP);
+    }
+    WAIT_SEMA(k->done);
+    *error = k->error;
+    cq_data_t all = cq_data_empty;
+    for (size_t i = 0; i < k->pieces; i++) {
+        cq_data_t next = cq_data_create_concat(all, k->kept[i]);
+        cq_release(all);
+        cq_release(k->kept[i]);
+        all = next;
+    }
+    cq_release(k->done);
+    cq_release(k->piece);
+    free(k);
+    return all;
+}
+
+static void test_read_inline(void)
+{
+    char *path = tmp_path("inline");
+    const size_t size = 32 * MIB + 4321;
+    int fd;
+    unsigned char *src = make_file(path, size, 23, &fd);
+    cq_queue_t q = cq_queue_create("test.io.file", NULL);
+    int err;
+
+    /* to the end, then the position: the next read has nothing */
+    size_t inlined = cq__io_buf_stats(false).inlined;
+    cq_io_t st = mk(CQ_IO_STREAM, fd, q);
+    cq_io_set_high_water(st, MIB);
+    cq_data_t all = keep_read(st, q, 0, SIZE_MAX, 0, &err);
+    CHECK_EQ(err, 0);
+    CHECK_EQ(cq_data_get_size(all), size);
+    CHECK(data_sum(all) == sum_of(src, size));
+    inlined = cq__io_buf_stats(false).inlined - inlined;
+    printf("   %zu of %zu pieces read by the handler's run\n", inlined, size / MIB + 1);
+    CHECK(inlined >= 8); /* 0 before; usually 20-30 (a preempted handler call costs a few) */
+    cq_release(all);
+    all = keep_read(st, q, 0, SIZE_MAX, 0, &err);
+    CHECK_EQ(err, 0);
+    CHECK_EQ(cq_data_get_size(all), 0);
+    cq_release(all);
+    done_with(st, 0);
+
+    /* a length that ends mid-piece, at an offset, on a random-access channel */
+    REQUIRE(lseek(fd, 0, SEEK_SET) == 0); /* the stream channel left it at the end */
+    cq_io_t ra = mk(CQ_IO_RANDOM, fd, q);
+    cq_io_set_high_water(ra, MIB);
+    all = keep_read(ra, q, 3 * MIB + 5, 20 * MIB + 333, 0, &err);
+    CHECK_EQ(err, 0);
+    CHECK_EQ(cq_data_get_size(all), 20 * MIB + 333);
+    CHECK(data_sum(all) == sum_of(src + 3 * MIB + 5, 20 * MIB + 333));
+    cq_release(all);
+    done_with(ra, 0);
+
+    /* close with stop once the run reads: whole pieces, the file's first bytes */
+    REQUIRE(lseek(fd, 0, SEEK_SET) == 0);
+    st = mk(CQ_IO_STREAM, fd, q);
+    cq_io_set_high_water(st, MIB);
+    all = keep_read(st, q, 0, SIZE_MAX, 12, &err);
+    size_t got = cq_data_get_size(all);
+    CHECK(err == ECANCELED || (err == 0 && got == size));
+    CHECK(got >= 12 * MIB && (got % MIB == 0 || got == size));
+    CHECK(data_sum(all) == sum_of(src, got));
+    cq_release(all);
+    cq_release(st);
+    WAIT_SEMA(g_cleaned);
+
+    /* out of the page cache: the engine reads what the run cannot */
+    REQUIRE(fsync(fd) == 0);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    REQUIRE(lseek(fd, 0, SEEK_SET) == 0);
+    st = mk(CQ_IO_STREAM, fd, q);
+    cq_io_set_high_water(st, MIB);
+    all = keep_read(st, q, 0, SIZE_MAX, 0, &err);
+    CHECK_EQ(err, 0);
+    CHECK_EQ(cq_data_get_size(all), size);
+    CHECK(data_sum(all) == sum_of(src, size));
+    cq_release(all);
+    done_with(st, 0);
+
     close(fd);
     free(src);
     cq_release(q);
@@ -867,6 +1001,7 @@ int main(void)
     RUN(test_read_ahead_close_stop);
     RUN(test_read_buffers_aligned);
     RUN(test_read_ahead_bounded);
+    RUN(test_read_inline);
     RUN(test_fork_child_reads);
     TEST_MAIN_END();
 }

@@ -122,6 +122,9 @@ struct cq__io_op {
     uint64_t ra_off;                /* where the next request reads */
     size_t ra_left;                 /* bytes not requested yet (SIZE_MAX: to EOF) */
     bool drain;                     /* discard the window's requests; then resume or end */
+    bool rd_inline;                 /* the handler is cheap: its run reads the next piece */
+    bool rd_slow;                   /* the handler's last call was not (io_op.c, fread_judge) */
+    bool rd_cold;                   /* a piece was not in the page cache: the engine reads */
     bool rd_eof;                    /* a read returned 0: end (EOF) once the window is empty */
     int rd_err;                     /* the first error in file order: end with it likewise */
     cq_source_t src, timer;
@@ -186,10 +189,10 @@ CQ_INTERNAL void cq__io_op_stop(struct cq__io_op *op);
 CQ_INTERNAL void cq__io_buf_free(void *b, size_t cap);
 
 /* io_op.c, for tests: the file-chunk buffers in use (read into, or data not released yet),
- * their most at once since the last reset, and how often a file read held back a request
- * because its handler had not taken what it read. */
+ * their most at once since the last reset, how often a file read held back a request because
+ * its handler had not taken what it read, and the pieces read by handlers' runs (fread_inline). */
 struct cq__io_buf_stats {
-    size_t live, peak, holds;
+    size_t live, peak, holds, inlined;
 };
 CQ_INTERNAL struct cq__io_buf_stats cq__io_buf_stats(bool reset_peak);
 

@@ -29,7 +29,11 @@
  * delivery task), then submits the requests they made room for with one io_uring_enter, inside
  * which the kernel copies them from the page cache; so the wake-ups, locks and system calls
  * per piece are shared by the batch, and a cold file has several requests queued on the
- * device. A read runs ahead of its handler by at most CQ__IO_QUEUED_MAX bytes waiting in its
+ * device. A cheap handler (fread_judge) has its own delivery run read the pieces instead, one
+ * after another on its thread, as a read(2) loop would, with RWF_NOWAIT so that a piece outside
+ * the page cache goes back to the engine (fread_inline); the hand-offs to and from the cq-io
+ * thread cost more than such a handler gains from reading beside it.
+ * A read runs ahead of its handler by at most CQ__IO_QUEUED_MAX bytes waiting in its
  * deliveries: past that it issues nothing, and the delivery that takes them below it issues
  * again; so a handler slower than the disk holds a few megabytes, not the file. Writes go one
  * request at a time.
@@ -45,6 +49,7 @@
 #include "io/data_internal.h"
 #include "io/io_internal.h"
 #include "platform/diag_internal.h"
+#include "platform/time_internal.h"
 
 #define FILE_CHUNK ((size_t)1 << 20)    /* one file request */
 #define STREAM_FIRST ((size_t)64 << 10) /* a stream's first read buffer (a pipe's capacity) */
@@ -77,8 +82,9 @@ static size_t min3(size_t a, size_t b, size_t c)
 static pthread_mutex_t buf_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *buf_cache[BUF_CACHE];
 static int buf_cached;
-static size_t buf_live, buf_peak; /* file chunks out of the cache, and their most (tests) */
-static _Atomic size_t read_holds; /* see fread_next (tests) */
+static size_t buf_live, buf_peak;   /* file chunks out of the cache, and their most (tests) */
+static _Atomic size_t read_holds;   /* see fread_next (tests) */
+static _Atomic size_t read_inlined; /* see fread_inline (tests) */
 
 static void *buf_get(size_t size)
 {
@@ -123,7 +129,8 @@ static void buf_recycle(void *b)
 struct cq__io_buf_stats cq__io_buf_stats(bool reset_peak)
 {
     pthread_mutex_lock(&buf_lock);
-    struct cq__io_buf_stats st = {buf_live, buf_peak, cq__load(&read_holds, relaxed)};
+    struct cq__io_buf_stats st = {buf_live, buf_peak, cq__load(&read_holds, relaxed),
+                                  cq__load(&read_inlined, relaxed)};
     if (reset_peak) {
         buf_peak = buf_live;
     }
@@ -151,22 +158,49 @@ static void op_ref(struct cq__io_op *op)
 static bool fread_room(const struct cq__io_op *op);
 static bool fread_can_issue(const struct cq__io_op *op);
 static void fread_issue(struct cq__io_op *op);
+static void fread_inline(struct cq__io_op *op);
+static void fread_judge(struct cq__io_op *op, uint64_t took_ns, size_t bytes);
+
+/* Pieces one delivery run reads itself (fread_inline) before it lets the queue's other work
+ * run: about a millisecond of copying (32 cost a little less CPU in io_file_warm, and holds the
+ * queue twice as long). */
+#define INLINE_RUN 16
+
+enum { STEP_NONE, STEP_ENGINE, STEP_INLINE };
 
 static void delivery_run(void *ctx)
 {
     struct cq__io_op *op = ctx;
     struct cq_io_s *ch = op->ch;
+    bool file_read = op->kind == CQ__IO_OP_READ && ch->is_file;
+    uint64_t took = 0;     /* the last handler call's time ... */
+    size_t took_bytes = 0; /* ... for a piece of this many bytes (0: none) */
+    unsigned inlined = 0;
     for (;;) {
         pthread_mutex_lock(&ch->lock);
-        /* a file read that held its requests back until the handler took what it had read
-         * goes on (from here: its last requests may have completed long ago) */
-        bool resume =
-            op->kind == CQ__IO_OP_READ && ch->is_file && !op->stepping && fread_can_issue(op);
-        op->stepping = op->stepping || resume;
         struct cq__io_delivery *d = op->dq_head;
-        if (d == NULL) {
-            op->delivering = false;
-        } else {
+        int step = STEP_NONE;
+        if (file_read) {
+            if (took_bytes) {
+                fread_judge(op, took, took_bytes);
+                took_bytes = 0;
+            }
+            /* A read that held its requests back until the handler took what it had read
+             * goes on from here (its last requests may have completed long ago); with a cheap
+             * handler, the next piece is read here once the handler has had all the others. */
+            if (!op->stepping && fread_can_issue(op)) {
+                step = !op->rd_inline               ? STEP_ENGINE
+                       : op->fr_n == 0 && d == NULL ? STEP_INLINE
+                                                    : STEP_NONE;
+            }
+            if (step == STEP_INLINE && inlined == INLINE_RUN) {
+                pthread_mutex_unlock(&ch->lock);
+                cq_async_f(op->queue, op, delivery_run); /* with our reference */
+                return;
+            }
+            op->stepping = op->stepping || step != STEP_NONE;
+        }
+        if (d != NULL) {
             op->dq_head = d->next;
             if (op->dq_head == NULL) {
                 op->dq_tail = NULL;
@@ -174,15 +208,28 @@ static void delivery_run(void *ctx)
             if (op->kind == CQ__IO_OP_READ && d->data) {
                 op->dq_bytes -= cq_data_get_size(d->data);
             }
+        } else if (step != STEP_INLINE) {
+            op->delivering = false;
         }
         pthread_mutex_unlock(&ch->lock);
-        if (resume) {
+        if (step == STEP_INLINE) {
+            fread_inline(op); /* its piece is the next delivery */
+            inlined++;
+            continue;
+        }
+        if (step == STEP_ENGINE) {
             fread_issue(op);
         }
         if (d == NULL) {
             break;
         }
+        bool piece = file_read && d->data && !d->done;
+        uint64_t t0 = piece ? cq__now_ns() : 0;
         op->handler(op->ctx, d->done, d->data, d->error);
+        if (piece) {
+            took = cq__now_ns() - t0;
+            took_bytes = cq_data_get_size(d->data);
+        }
         if (d->data) {
             cq_release(d->data);
         }
@@ -540,7 +587,7 @@ static void fread_completed(struct cq__io_req *req, ssize_t res);
 /* Under the lock: the window's next request, made ready (NULL if none may be issued now). */
 static struct cq__io_freq *fread_next(struct cq__io_op *op)
 {
-    if (!fread_room(op)) {
+    if (!fread_room(op) || op->rd_inline) {
         return NULL;
     }
     if (op->dq_bytes >= CQ__IO_QUEUED_MAX) {
@@ -642,6 +689,85 @@ static bool fread_can_issue(const struct cq__io_op *op)
     return fread_room(op) && op->dq_bytes < CQ__IO_QUEUED_MAX;
 }
 
+/* Under the lock, by a thread that has just let the operation go: a read whose handler's run
+ * reads the pieces (rd_inline) and that has no request in the engine and no delivery run
+ * would wait forever; a run is started for it. */
+static void fread_kick(struct cq__io_op *op)
+{
+    if (op->rd_inline && op->fr_n == 0 && !op->delivering && !op->stepping && fread_can_issue(op)) {
+        op->delivering = true;
+        op_ref(op);
+        cq_async_f(op->queue, op, delivery_run);
+    }
+}
+
+/* Under the lock, after a handler call that took `took_ns` for a piece of `bytes`: a handler
+ * that takes less than about a tenth of what copying the piece from the page cache takes
+ * (about 60 us per MiB here) gains nothing from the engine reading beside it on another
+ * thread, and pays the hand-offs (a wake-up per batch, a busy CPU's run queue): its own run
+ * then reads the pieces, as a read(2) loop would. A slower handler (two calls in a row: one
+ * may just have been preempted) has the engine read ahead beside it. Not after a piece was
+ * found outside the page cache (rd_cold). */
+static void fread_judge(struct cq__io_op *op, uint64_t took_ns, size_t bytes)
+{
+    bool cheap = took_ns < bytes / 128;
+    op->rd_inline = !op->rd_cold && (cheap || (op->rd_inline && !op->rd_slow));
+    op->rd_slow = !cheap;
+}
+
+/* Reads the next piece on the calling thread (a delivery run), if the page cache holds it:
+ * RWF_NOWAIT returns EAGAIN instead of waiting for the disk, so no worker waits for one; then
+ * (or on any other failure, which the engine reports in its turn) the engine reads from here
+ * on. Called owning the operation (`stepping`), not under the lock, with no request in the
+ * engine (so ra_off is the operation's offset). */
+static void fread_inline(struct cq__io_op *op)
+{
+    struct cq_io_s *ch = op->ch;
+    pthread_mutex_lock(&ch->lock);
+    size_t n = min3(op->ra_left, op->high, FILE_CHUNK);
+    off_t off = (off_t)op->ra_off;
+    int fd = ch->fd;
+    pthread_mutex_unlock(&ch->lock);
+    void *b = buf_get(n);
+    struct iovec iov = {.iov_base = b, .iov_len = n};
+    ssize_t r = preadv2(fd, &iov, 1, off, RWF_NOWAIT);
+    int e = errno;
+    pthread_mutex_lock(&ch->lock);
+    if (r > 0) {
+        cq__add(&read_inlined, 1, relaxed);
+        op->ra_off += (uint64_t)r;
+        if (op->ra_left != SIZE_MAX) {
+            op->ra_left -= (size_t)r;
+        }
+        op->offset += r;
+        if (ch->type == CQ_IO_STREAM) {
+            ch->pos = op->offset;
+        }
+        read_got(op, b, n, (size_t)r);
+        if ((size_t)r < n) {
+            /* part of the piece was not in the page cache (or the end is near): the engine
+             * reads on, with several requests at the device */
+            op->rd_inline = false;
+            op->rd_cold = true;
+        }
+    } else {
+        cq__io_buf_free(b, n);
+        if (r == 0) {
+            op->rd_eof = true;
+        } else if (e != EINTR) {
+            op->rd_inline = false;
+            op->rd_cold = true;
+        }
+    }
+    fread_settle(op); /* a stop that came meanwhile, or the end */
+    bool engine = !op->rd_inline && fread_can_issue(op);
+    op->stepping = engine;
+    cq__io_unlock(ch);
+    if (engine) {
+        fread_issue(op);
+    }
+}
+
 /* Issues requests while the window has room. Called owning the operation (`stepping`), not
  * under the lock; submits outside the lock (a cached read is copied inside the submission). */
 static void fread_issue(struct cq__io_op *op)
@@ -669,6 +795,7 @@ static void fread_issue(struct cq__io_op *op)
         pthread_mutex_lock(&ch->lock);
     }
     op->stepping = false;
+    fread_kick(op);
     cq__io_unlock(ch);
     cq__io_op_unref(op);
 }
@@ -687,11 +814,12 @@ static void fread_completed(struct cq__io_req *req, ssize_t res)
     bool issue = false;
     if (!op->stepping) { /* else the thread issuing sees the room when it relocks */
         fread_settle(op);
-        issue = fread_can_issue(op);
+        issue = fread_can_issue(op) && !op->rd_inline;
         op->stepping = issue;
-        if (!issue && fread_room(op)) {
+        if (!issue && fread_room(op) && !op->rd_inline) {
             cq__add(&read_holds, 1, relaxed);
         }
+        fread_kick(op);
     }
     cq__io_unlock(ch);
     if (issue) {
