@@ -58,9 +58,14 @@ enum { CQ__IO_OP_READ, CQ__IO_OP_WRITE, CQ__IO_OP_BARRIER };
 #define CQ__IO_READ_AHEAD 4
 
 /* A file read issues no request while this many bytes it read wait in its deliveries for the
- * handler (io_op.c, fread_can_issue). Twice the window: a handler's thread that is late by a
- * few pieces (a wake-up behind a busy CPU) does not stop the reading. */
+ * handler (io_op.c: fread_can_issue).
+ * Twice a file's window: a handler's thread late by a few pieces (a wake-up behind a busy
+ * CPU) does not stop the reading. */
 #define CQ__IO_QUEUED_MAX ((size_t)8 << 20)
+/* The same for a pipe or a socket: its producer is often on the same CPUs as the reading and
+ * the handler's threads, and the handler's thread falls further behind at times (io_pipe ran
+ * 10-15 % slower with 8 MiB, stopping hundreds of times per GiB; not with 32). */
+#define CQ__IO_STREAM_QUEUED_MAX ((size_t)32 << 20)
 
 /* One request of a file read's window: issued in file order, consumed in file order. */
 struct cq__io_freq {
@@ -111,6 +116,7 @@ struct cq__io_op {
     /* deliveries */
     struct cq__io_delivery *dq_head, *dq_tail;
     size_t dq_bytes; /* read: bytes of data in the queued deliveries */
+    bool rd_held;    /* stream read: stopped reading for the handler (io_op.c, stream_step) */
     bool delivering;
     /* engines */
     struct cq__io_req req; /* a file write's request */

@@ -34,9 +34,10 @@
  * the page cache goes back to the engine (fread_inline); the hand-offs to and from the cq-io
  * thread cost more than such a handler gains from reading beside it.
  * A read runs ahead of its handler by at most CQ__IO_QUEUED_MAX bytes waiting in its
- * deliveries: past that it issues nothing, and the delivery that takes them below it issues
- * again; so a handler slower than the disk holds a few megabytes, not the file. Writes go one
- * request at a time.
+ * deliveries (CQ__IO_STREAM_QUEUED_MAX for a pipe or a socket): past that it issues nothing
+ * (reads nothing more, leaving the rest in the kernel), and the delivery that takes them below
+ * it goes on; so a handler slower than the disk or the peer holds a few megabytes, not the
+ * file or the stream. Writes go one request at a time.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -160,13 +161,14 @@ static bool fread_can_issue(const struct cq__io_op *op);
 static void fread_issue(struct cq__io_op *op);
 static void fread_inline(struct cq__io_op *op);
 static void fread_judge(struct cq__io_op *op, uint64_t took_ns, size_t bytes);
+static void stream_step(struct cq__io_op *op, bool owned);
 
 /* Pieces one delivery run reads itself (fread_inline) before it lets the queue's other work
  * run: about a millisecond of copying (32 cost a little less CPU in io_file_warm, and holds the
  * queue twice as long). */
 #define INLINE_RUN 16
 
-enum { STEP_NONE, STEP_ENGINE, STEP_INLINE };
+enum { STEP_NONE, STEP_ENGINE, STEP_INLINE, STEP_STREAM };
 
 static void delivery_run(void *ctx)
 {
@@ -199,6 +201,11 @@ static void delivery_run(void *ctx)
                 return;
             }
             op->stepping = op->stepping || step != STEP_NONE;
+        } else if (op->rd_held && !op->stepping && !op->finished &&
+                   op->dq_bytes < CQ__IO_STREAM_QUEUED_MAX) {
+            op->rd_held = false; /* a stream read that stopped for the handler goes on */
+            op->stepping = true;
+            step = STEP_STREAM;
         }
         if (d != NULL) {
             op->dq_head = d->next;
@@ -219,6 +226,8 @@ static void delivery_run(void *ctx)
         }
         if (step == STEP_ENGINE) {
             fread_issue(op);
+        } else if (step == STEP_STREAM) {
+            stream_step(op, true);
         }
         if (d == NULL) {
             break;
@@ -469,6 +478,14 @@ static void stream_step(struct cq__io_op *op, bool owned)
         }
         if (op->stopped) {
             cq__io_op_fail(op, ECANCELED);
+            break;
+        }
+        if (op->kind == CQ__IO_OP_READ && op->dq_bytes >= CQ__IO_STREAM_QUEUED_MAX) {
+            /* the handler has not taken what was read: leave the rest in the kernel (a socket
+             * then applies flow control, a pipe blocks its writer); the delivery that takes
+             * them below the bound reads on */
+            op->rd_held = true;
+            cq__add(&read_holds, 1, relaxed);
             break;
         }
         int fd = ch->fd;
