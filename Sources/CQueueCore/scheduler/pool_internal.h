@@ -74,6 +74,8 @@ enum {
 };
 #define CQ__EXPRESS_PROCS 1u
 #define CQ__BACKGROUND_NICE 19
+/* Express threads run at the pool's nice value minus this, where allowed (worker.c). */
+#define CQ__EXPRESS_NICE_BELOW 2
 
 /* The band whose procs run work of priority `prio` (high also wakes the express band). */
 CQ_INLINE unsigned cq__band_of_prio(unsigned prio)

@@ -158,9 +158,25 @@ static void worker_loop(struct cq__thread *t)
 /* Background threads run at nice 19: the kernel runs every other thread first (and preempts
  * them when one wakes), yet never starves them outright, so work that waits for a background
  * task (a sync onto a background queue) still finishes. Raising the nice value needs no
- * privilege; an unprivileged thread cannot lower it again, hence threads keep their band. */
+ * privilege; an unprivileged thread cannot lower it again, hence threads keep their band.
+ * Express threads (high-priority work while every normal worker is busy) run 2 below the
+ * pool's nice value where the process may lower it (root, CAP_SYS_NICE, RLIMIT_NICE), as
+ * libdispatch runs its user-initiated threads: a high task woken onto a CPU that runs default
+ * work then preempts it at once, where at the same nice value the kernel lets the running
+ * task finish its slice (EEVDF, up to a few ms: latency_busy_p99 in the Swift benchmarks, with
+ * the express band's spin gone too, see find.c). Without the privilege they stay at the
+ * pool's value, silently: nothing is wrong, only slower to preempt. */
 static void apply_band_os_priority(struct cq__thread *t)
 {
+    if (t->band == CQ__BAND_EXPRESS) {
+        pid_t tid = cq__load(&t->tid, relaxed);
+        errno = 0;
+        int nice = getpriority(PRIO_PROCESS, (id_t)tid);
+        if (errno == 0 && nice > -20) {
+            int target = nice - CQ__EXPRESS_NICE_BELOW > -20 ? nice - CQ__EXPRESS_NICE_BELOW : -20;
+            (void)setpriority(PRIO_PROCESS, (id_t)tid, target);
+        }
+    }
     if (t->band == CQ__BAND_BACKGROUND) {
         pid_t tid = cq__load(&t->tid, relaxed);
         if (setpriority(PRIO_PROCESS, (id_t)tid, CQ__BACKGROUND_NICE) != 0) {
