@@ -45,4 +45,45 @@ static void done_with(cq_io_t ch, cq_io_close_flags_t flags)
     WAIT_SEMA(g_cleaned);
 }
 
+/* The buffer cache's counters (io_op.c; the tests link the static library): file-chunk
+ * buffers in use and their peak, how often a read held back for its handler, and the pieces
+ * read by handlers' runs. The same as io_internal.h's. */
+struct cq__io_buf_stats {
+    size_t live, peak, holds, inlined;
+};
+struct cq__io_buf_stats cq__io_buf_stats(bool reset_peak);
+
+/* A handler held on its first call until the test lets it go: `entered` is signalled when it
+ * gets there, `gate` lets it go on; every call goes on to `inner`(`inner_ctx`, ...). */
+struct held_handler {
+    cq_semaphore_t entered, gate;
+    bool first;
+    cq_io_handler_function_t inner;
+    void *inner_ctx;
+};
+
+static void held_handler_init(struct held_handler *h, cq_io_handler_function_t inner,
+                              void *inner_ctx)
+{
+    *h = (struct held_handler){cq_semaphore_create(0), cq_semaphore_create(0), false, inner,
+                               inner_ctx};
+}
+
+static void held_handler_free(struct held_handler *h)
+{
+    cq_release(h->entered);
+    cq_release(h->gate);
+}
+
+static void held_handler_call(void *ctx, bool done, cq_data_t data, int error)
+{
+    struct held_handler *h = ctx;
+    if (!h->first) {
+        h->first = true;
+        cq_semaphore_signal(h->entered);
+        WAIT_SEMA(h->gate);
+    }
+    h->inner(h->inner_ctx, done, data, error);
+}
+
 #endif /* IO_TEST_SUPPORT_H */

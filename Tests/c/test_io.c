@@ -204,28 +204,6 @@ static void test_pipe_stream_to_eof(void)
  * handler is held on its first piece keeps the rest in the pipe (its writer blocks) instead of
  * the channel reading all of it into memory; let go, every byte arrives in order. The hold
  * counter is io_op.c's (shared with file reads). */
-struct cq__io_buf_stats { /* io_internal.h's */
-    size_t live, peak, holds, inlined;
-};
-struct cq__io_buf_stats cq__io_buf_stats(bool reset_peak);
-
-struct held_stream {
-    struct coll c;
-    cq_semaphore_t entered, gate;
-    bool first;
-};
-
-static void held_stream_handler(void *ctx, bool done, cq_data_t data, int error)
-{
-    struct held_stream *h = ctx;
-    if (!h->first) {
-        h->first = true;
-        cq_semaphore_signal(h->entered);
-        WAIT_SEMA(h->gate);
-    }
-    coll_handler(&h->c, done, data, error);
-}
-
 struct flagged_writer {
     struct writer w;
     atomic_bool done;
@@ -248,12 +226,14 @@ static void test_stream_read_bounded(void)
     struct cleanup_rec cr = {cq_semaphore_create(0), -1, 0};
     cq_queue_t q = serial();
     cq_io_t ch = cq_io_create_f(CQ_IO_STREAM, p[0], q, &cr, cleanup_handler);
-    struct held_stream h = {.entered = cq_semaphore_create(0), .gate = cq_semaphore_create(0)};
-    coll_init(&h.c);
+    struct coll c;
+    coll_init(&c);
+    struct held_handler h;
+    held_handler_init(&h, coll_handler, &c);
     size_t holds = cq__io_buf_stats(false).holds;
     pthread_t t;
     pthread_create(&t, NULL, flagged_writer_main, &f);
-    cq_io_read_f(ch, 0, SIZE_MAX, q, &h, held_stream_handler);
+    cq_io_read_f(ch, 0, SIZE_MAX, q, &h, held_handler_call);
     WAIT_SEMA(h.entered);
     /* Wait until the read holds back, or (as before) the writer got everything in. */
     uint64_t deadline = cq_test_now_ns() + 30 * (uint64_t)1000000000;
@@ -264,17 +244,16 @@ static void test_stream_read_bounded(void)
     CHECK(cq__io_buf_stats(false).holds > holds);
     CHECK(!atomic_load(&f.done)); /* 64 MiB cannot all be in the channel and a 1 MiB pipe */
     cq_semaphore_signal(h.gate);
-    WAIT_SEMA(h.c.done_sema);
+    WAIT_SEMA(c.done_sema);
     pthread_join(t, NULL);
-    CHECK_EQ(h.c.error, 0);
-    CHECK(data_is_pattern(h.c.all, f.w.n));
+    CHECK_EQ(c.error, 0);
+    CHECK(data_is_pattern(c.all, f.w.n));
     cq_io_close(ch, 0);
     cq_release(ch);
     WAIT_SEMA(cr.sema);
     close(p[0]);
-    coll_free(&h.c);
-    cq_release(h.entered);
-    cq_release(h.gate);
+    coll_free(&c);
+    held_handler_free(&h);
     cq_release(cr.sema);
     cq_release(q);
 }

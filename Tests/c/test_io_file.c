@@ -687,28 +687,6 @@ static void test_read_buffers_aligned(void)
  * piece, a 64 MiB file read holds back its requests once a few pieces wait for the handler
  * (before, it read the whole file into memory behind a handler that did not keep up); let go,
  * the read delivers every byte in order. The counters are the buffer cache's (io_op.c). */
-struct cq__io_buf_stats { /* io_internal.h's */
-    size_t live, peak, holds, inlined;
-};
-struct cq__io_buf_stats cq__io_buf_stats(bool reset_peak);
-
-struct held_rec {
-    struct coll c;
-    cq_semaphore_t entered, gate;
-    bool first;
-};
-
-static void held_handler(void *ctx, bool done, cq_data_t data, int error)
-{
-    struct held_rec *h = ctx;
-    if (!h->first) {
-        h->first = true;
-        cq_semaphore_signal(h->entered);
-        WAIT_SEMA(h->gate);
-    }
-    coll_handler(&h->c, done, data, error);
-}
-
 static void test_read_ahead_bounded(void)
 {
     char *path = tmp_path("ra-bound");
@@ -718,10 +696,12 @@ static void test_read_ahead_bounded(void)
     cq_queue_t q = cq_queue_create("test.io.file", NULL);
     cq_io_t st = mk(CQ_IO_STREAM, fd, q);
     cq_io_set_high_water(st, MIB);
-    struct held_rec h = {.entered = cq_semaphore_create(0), .gate = cq_semaphore_create(0)};
-    coll_init(&h.c, false);
+    struct coll c;
+    coll_init(&c, false);
+    struct held_handler h;
+    held_handler_init(&h, coll_handler, &c);
     struct cq__io_buf_stats before = cq__io_buf_stats(true);
-    cq_io_read_f(st, 0, SIZE_MAX, q, &h, held_handler);
+    cq_io_read_f(st, 0, SIZE_MAX, q, &h, held_handler_call);
     WAIT_SEMA(h.entered);
     /* Wait until the read holds back, or (as before) has read the whole file. */
     struct cq__io_buf_stats now = cq__io_buf_stats(false);
@@ -735,15 +715,14 @@ static void test_read_ahead_bounded(void)
     /* the handler's piece, 8 MiB waiting for it, 4 in the engine (io_internal.h) */
     CHECK(now.peak - before.live <= 13);
     cq_semaphore_signal(h.gate);
-    wait_done(&h.c);
-    CHECK_EQ(h.c.error, 0);
-    CHECK_EQ(h.c.total, size);
-    CHECK(sum_final(h.c.sum) == sum_of(src, size));
+    wait_done(&c);
+    CHECK_EQ(c.error, 0);
+    CHECK_EQ(c.total, size);
+    CHECK(sum_final(c.sum) == sum_of(src, size));
     CHECK(cq__io_buf_stats(false).peak - before.live <= 13);
-    coll_free(&h.c);
+    coll_free(&c);
     done_with(st, 0);
-    cq_release(h.entered);
-    cq_release(h.gate);
+    held_handler_free(&h);
     close(fd);
     free(src);
     cq_release(q);
