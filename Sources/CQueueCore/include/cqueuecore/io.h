@@ -38,6 +38,11 @@
  * read/write without blocking; regular files go through io_uring, or a small pool of threads
  * doing blocking preadv/pwritev where io_uring is unavailable (or CQ_IO_URING=0 is set in the
  * environment before the first file operation). No worker of the runtime waits for a disk.
+ * A read runs ahead of its handler by a bounded amount: a file read issues nothing more while
+ * 8 MiB it read wait for the handler, a pipe or socket read stops reading at 32 MiB (the rest
+ * stays in the kernel, so the peer meets flow control). A file read whose handler returns
+ * quickly reads the next piece of page-cached data on the handler's own turn, on the
+ * operation's queue (at most 16 pieces before the queue's other work runs).
  *
  * Errors never crash: a descriptor that is not open (at create, or closed under the channel)
  * ends operations with EBADF; a path that cannot be opened ends them with open()'s errno.
