@@ -49,7 +49,7 @@ static void done_with(cq_io_t ch, cq_io_close_flags_t flags)
  * buffers in use and their peak, how often a read held back for its handler, and the pieces
  * read by handlers' runs. The same as io_internal.h's. */
 struct cq__io_buf_stats {
-    size_t live, peak, holds, inlined;
+    size_t live, peak, holds, inlined, cached;
 };
 struct cq__io_buf_stats cq__io_buf_stats(bool reset_peak);
 

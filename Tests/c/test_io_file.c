@@ -863,6 +863,32 @@ static void test_read_inline(void)
     unlink(path);
 }
 
+/* The 1 MiB buffers a file read leaves in the cache go back to the system once the process is
+ * quiet (the trimmer's hook, io_op.c; CQ_TRIM_DELAY_MS is 50 in this test): before, a process
+ * kept up to 16 MiB of them for good after its last read. */
+static void test_read_buffers_given_back(void)
+{
+    char *path = tmp_path("given-back");
+    const size_t size = 16 * MIB;
+    int fd;
+    unsigned char *src = make_file(path, size, 29, &fd);
+    cq_queue_t q = cq_queue_create("test.io.file", NULL);
+    cq_io_t st = mk(CQ_IO_STREAM, fd, q);
+    cq_io_set_high_water(st, MIB);
+    CHECK(read_check(st, q, src, size, 0, 0, SIZE_MAX) >= 16);
+    done_with(st, 0);
+    /* (under a sanitizer the trim may have come already: the read is slow, the delay short) */
+    uint64_t deadline = cq_test_now_ns() + 30 * (uint64_t)1000000000;
+    while (cq__io_buf_stats(false).cached > 0 && cq_test_now_ns() < deadline) {
+        usleep(1000);
+    }
+    CHECK_EQ(cq__io_buf_stats(false).cached, 0);
+    close(fd);
+    free(src);
+    cq_release(q);
+    unlink(path);
+}
+
 /* Close with stop while a long read has several requests in the engine: ECANCELED after whole
  * pieces, and the buffers the engine still writes to outlive it (AddressSanitizer watches). */
 static void test_read_ahead_close_stop(void)
@@ -963,6 +989,7 @@ static void test_fork_child_reads(void)
 
 int main(void)
 {
+    setenv("CQ_TRIM_DELAY_MS", "50", 1); /* test_read_buffers_given_back; before any trim */
     g_cleaned = cq_semaphore_create(0);
     if (CQ_TEST_IO_FALLBACK) {
         setenv("CQ_IO_URING", "0", 1); /* read once, at the first file operation */
@@ -981,6 +1008,7 @@ int main(void)
     RUN(test_read_buffers_aligned);
     RUN(test_read_ahead_bounded);
     RUN(test_read_inline);
+    RUN(test_read_buffers_given_back);
     RUN(test_fork_child_reads);
     TEST_MAIN_END();
 }

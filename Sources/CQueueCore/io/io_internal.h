@@ -196,9 +196,10 @@ CQ_INTERNAL void cq__io_buf_free(void *b, size_t cap);
 
 /* io_op.c, for tests: the file-chunk buffers in use (read into, or data not released yet),
  * their most at once since the last reset, how often a file read held back a request because
- * its handler had not taken what it read, and the pieces read by handlers' runs (fread_inline). */
+ * its handler had not taken what it read, the pieces read by handlers' runs (fread_inline), and
+ * the buffers in the cache (given back by the trimmer). */
 struct cq__io_buf_stats {
-    size_t live, peak, holds, inlined;
+    size_t live, peak, holds, inlined, cached;
 };
 CQ_INTERNAL struct cq__io_buf_stats cq__io_buf_stats(bool reset_peak);
 

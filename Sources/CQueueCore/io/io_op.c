@@ -50,7 +50,9 @@
 #include "io/data_internal.h"
 #include "io/io_internal.h"
 #include "platform/diag_internal.h"
+#include "platform/fork_internal.h"
 #include "platform/time_internal.h"
+#include "scheduler/task_internal.h"
 
 #define FILE_CHUNK ((size_t)1 << 20)    /* one file request */
 #define STREAM_FIRST ((size_t)64 << 10) /* a stream's first read buffer (a pipe's capacity) */
@@ -113,6 +115,42 @@ static void *buf_get(size_t size)
     return b;
 }
 
+/* The trimmer's hook: a process that has stopped reading files gives the cached buffers
+ * back, as it does its task arenas (scheduler/task.c: after a quiet 500 ms or more). */
+static void buf_trim(void)
+{
+    void *free_now[BUF_CACHE];
+    pthread_mutex_lock(&buf_lock);
+    int n = buf_cached;
+    memcpy(free_now, buf_cache, (size_t)n * sizeof free_now[0]);
+    buf_cached = 0;
+    pthread_mutex_unlock(&buf_lock);
+    for (int i = 0; i < n; i++) {
+        munmap(free_now[i], FILE_CHUNK);
+    }
+}
+
+/* fork() (platform/fork_internal.h): no buffer taken or given back half-way; the cached
+ * buffers are the child's copies. */
+static void buf_fork_prepare(void)
+{
+    pthread_mutex_lock(&buf_lock);
+}
+
+static void buf_fork_after(void)
+{
+    pthread_mutex_unlock(&buf_lock);
+}
+
+CQ__FORK_REGISTER(io_buffers, CQ__FORK_RANK_IO, buf_fork_prepare, buf_fork_after, buf_fork_after)
+
+static pthread_once_t buf_hook_once = PTHREAD_ONCE_INIT;
+
+static void buf_hook(void)
+{
+    cq__trim_add_hook(buf_trim);
+}
+
 static void buf_recycle(void *b)
 {
     pthread_mutex_lock(&buf_lock);
@@ -124,14 +162,17 @@ static void buf_recycle(void *b)
     pthread_mutex_unlock(&buf_lock);
     if (b != NULL) {
         munmap(b, FILE_CHUNK);
+        return;
     }
+    pthread_once(&buf_hook_once, buf_hook);
+    cq__trim_later(); /* cheap while a trim is due */
 }
 
 struct cq__io_buf_stats cq__io_buf_stats(bool reset_peak)
 {
     pthread_mutex_lock(&buf_lock);
     struct cq__io_buf_stats st = {buf_live, buf_peak, cq__load(&read_holds, relaxed),
-                                  cq__load(&read_inlined, relaxed)};
+                                  cq__load(&read_inlined, relaxed), (size_t)buf_cached};
     if (reset_peak) {
         buf_peak = buf_live;
     }

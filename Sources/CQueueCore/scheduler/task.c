@@ -470,11 +470,32 @@ static void trim_arenas(void)
 
 /* ---- the trimmer ------------------------------------------------------------------------- */
 
+static void (*_Atomic trim_hooks[CQ__TRIM_HOOKS])(void);
+
+void cq__trim_add_hook(void (*fn)(void))
+{
+    for (unsigned i = 0; i < CQ__TRIM_HOOKS; i++) {
+        void (*none)(void) = NULL;
+        /* release: pairs with the trimmer's acquire load (what fn needs is set up) */
+        if (cq__cas(&trim_hooks[i], &none, fn, release) || none == fn) {
+            return;
+        }
+    }
+    cq__crash("more than %u trim hooks", CQ__TRIM_HOOKS);
+}
+
 static void trim_now(void)
 {
     pthread_mutex_lock(&trim_lock);
     trim_arenas();
     pthread_mutex_unlock(&trim_lock);
+    for (unsigned i = 0; i < CQ__TRIM_HOOKS; i++) {
+        /* acquire: pairs with the release CAS in cq__trim_add_hook */
+        void (*fn)(void) = cq__load(&trim_hooks[i], acquire);
+        if (fn != NULL) {
+            fn();
+        }
+    }
 #ifdef __GLIBC__
     /* Timer records, timer heaps and inject chunks are malloc memory, and glibc returns freed
      * memory only from the top of its heaps; this returns the free pages in the middle too. */

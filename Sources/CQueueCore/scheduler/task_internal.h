@@ -33,6 +33,11 @@ CQ_INTERNAL void cq__task_cache_flush(void);
  * trimmer thread the first time. */
 CQ_INTERNAL void cq__trim_later(void);
 
+/* A higher layer's memory given back with each trim (io's file buffers): `fn` runs on the
+ * trimmer thread, after the task arenas. At most CQ__TRIM_HOOKS; adding one twice is a no-op. */
+#define CQ__TRIM_HOOKS 4
+CQ_INTERNAL void cq__trim_add_hook(void (*fn)(void));
+
 /* The calling pool worker is about to park: hands its free tasks to the depot if a trim is
  * due (so the trimmer can give their arenas back). */
 CQ_INTERNAL void cq__task_idle(void);
