@@ -522,6 +522,31 @@ static unsigned char *make_file(const char *path, size_t n, uint64_t seed, int *
     return b;
 }
 
+/* A test's file: `size` random bytes (from `seed`) at a fresh path, open read-write at offset
+ * 0, and a serial queue for its channels; test_file_done closes and removes it. */
+struct test_file {
+    char *path; /* tmp_path's buffer */
+    size_t size;
+    int fd;
+    unsigned char *src; /* the file's bytes */
+    cq_queue_t q;
+};
+
+static struct test_file test_file_make(const char *name, size_t size, uint64_t seed)
+{
+    struct test_file f = {tmp_path(name), size, -1, NULL, cq_queue_create("test.io.file", NULL)};
+    f.src = make_file(f.path, size, seed, &f.fd);
+    return f;
+}
+
+static void test_file_done(struct test_file *f)
+{
+    close(f->fd);
+    free(f->src);
+    cq_release(f->q);
+    unlink(f->path);
+}
+
 static uint64_t sum_of(const unsigned char *b, size_t n)
 {
     struct sum h = SUM_INIT;
@@ -554,34 +579,27 @@ static size_t read_check(cq_io_t ch, cq_queue_t q, const unsigned char *src, siz
  * bytes asked for, and a stream channel's position (and its next read) right after them. */
 static void test_read_ahead_length(void)
 {
-    char *path = tmp_path("ra-len");
-    const size_t size = 6 * MIB + 777;
-    int fd;
-    unsigned char *src = make_file(path, size, 11, &fd);
-    cq_queue_t q = cq_queue_create("test.io.file", NULL);
+    struct test_file f = test_file_make("ra-len", 6 * MIB + 777, 11);
 
-    cq_io_t ra = mk(CQ_IO_RANDOM, fd, q);
-    read_check(ra, q, src, size, 0, 1000, 3 * MIB + 12345);
-    read_check(ra, q, src, size, 0, 0, 5 * MIB); /* ends on a piece boundary */
+    cq_io_t ra = mk(CQ_IO_RANDOM, f.fd, f.q);
+    read_check(ra, f.q, f.src, f.size, 0, 1000, 3 * MIB + 12345);
+    read_check(ra, f.q, f.src, f.size, 0, 0, 5 * MIB); /* ends on a piece boundary */
     cq_io_set_high_water(ra, MIB);
     cq_io_set_low_water(ra, MIB);
     /* 4 MiB + 1 in pieces of 1 MiB: four partials, the last byte with the done call */
-    CHECK_EQ(read_check(ra, q, src, size, 0, 3, 4 * MIB + 1), 4);
+    CHECK_EQ(read_check(ra, f.q, f.src, f.size, 0, 3, 4 * MIB + 1), 4);
     cq_io_set_high_water(ra, 300000); /* requests of the high-water mark, not 1 MiB */
-    read_check(ra, q, src, size, 0, 12, 2 * MIB + 5);
+    read_check(ra, f.q, f.src, f.size, 0, 12, 2 * MIB + 5);
     done_with(ra, 0);
 
-    REQUIRE(lseek(fd, 500, SEEK_SET) == 500);
-    cq_io_t st = mk(CQ_IO_STREAM, fd, q);
-    read_check(st, q, src, size, 500, 0, 4 * MIB + 1);
-    read_check(st, q, src, size, 500 + 4 * MIB + 1, 0, SIZE_MAX); /* the rest */
+    REQUIRE(lseek(f.fd, 500, SEEK_SET) == 500);
+    cq_io_t st = mk(CQ_IO_STREAM, f.fd, f.q);
+    read_check(st, f.q, f.src, f.size, 500, 0, 4 * MIB + 1);
+    read_check(st, f.q, f.src, f.size, 500 + 4 * MIB + 1, 0, SIZE_MAX); /* the rest */
     done_with(st, 0);
-    CHECK_EQ(lseek(fd, 0, SEEK_CUR), (off_t)size);
+    CHECK_EQ(lseek(f.fd, 0, SEEK_CUR), (off_t)f.size);
 
-    close(fd);
-    free(src);
-    cq_release(q);
-    unlink(path);
+    test_file_done(&f);
 }
 
 /* The end of the file inside the read-ahead window (and on a piece boundary): everything up to
@@ -660,27 +678,20 @@ static void align_handler(void *ctx, bool done, cq_data_t data, int error)
 
 static void test_read_buffers_aligned(void)
 {
-    char *path = tmp_path("aligned");
-    const size_t size = 5 * MIB + 100;
-    int fd;
-    unsigned char *src = make_file(path, size, 21, &fd);
-    cq_queue_t q = cq_queue_create("test.io.file", NULL);
-    cq_io_t st = mk(CQ_IO_STREAM, fd, q);
+    struct test_file f = test_file_make("aligned", 5 * MIB + 100, 21);
+    cq_io_t st = mk(CQ_IO_STREAM, f.fd, f.q);
     cq_io_set_high_water(st, MIB);
     cq_io_set_low_water(st, MIB);
     struct align_rec r = {.done = cq_semaphore_create(0)};
-    cq_io_read_f(st, 0, SIZE_MAX, q, &r, align_handler);
+    cq_io_read_f(st, 0, SIZE_MAX, f.q, &r, align_handler);
     WAIT_SEMA(r.done);
     CHECK_EQ(r.error, 0);
-    CHECK_EQ(r.bytes, size);
+    CHECK_EQ(r.bytes, f.size);
     CHECK_EQ(r.pieces, 5);
     CHECK_EQ(r.aligned, r.pieces);
     done_with(st, 0);
     cq_release(r.done);
-    close(fd);
-    free(src);
-    cq_release(q);
-    unlink(path);
+    test_file_done(&f);
 }
 
 /* A read runs ahead of its handler by a bounded amount: with the handler held on its first
@@ -689,24 +700,20 @@ static void test_read_buffers_aligned(void)
  * the read delivers every byte in order. The counters are the buffer cache's (io_op.c). */
 static void test_read_ahead_bounded(void)
 {
-    char *path = tmp_path("ra-bound");
-    const size_t size = 64 * MIB;
-    int fd;
-    unsigned char *src = make_file(path, size, 17, &fd);
-    cq_queue_t q = cq_queue_create("test.io.file", NULL);
-    cq_io_t st = mk(CQ_IO_STREAM, fd, q);
+    struct test_file f = test_file_make("ra-bound", 64 * MIB, 17);
+    cq_io_t st = mk(CQ_IO_STREAM, f.fd, f.q);
     cq_io_set_high_water(st, MIB);
     struct coll c;
     coll_init(&c, false);
     struct held_handler h;
     held_handler_init(&h, coll_handler, &c);
     struct cq__io_buf_stats before = cq__io_buf_stats(true);
-    cq_io_read_f(st, 0, SIZE_MAX, q, &h, held_handler_call);
+    cq_io_read_f(st, 0, SIZE_MAX, f.q, &h, held_handler_call);
     WAIT_SEMA(h.entered);
     /* Wait until the read holds back, or (as before) has read the whole file. */
     struct cq__io_buf_stats now = cq__io_buf_stats(false);
     for (uint64_t deadline = cq_test_now_ns() + 30 * (uint64_t)1000000000;
-         now.holds == before.holds && now.live - before.live < size / MIB &&
+         now.holds == before.holds && now.live - before.live < f.size / MIB &&
          cq_test_now_ns() < deadline;
          now = cq__io_buf_stats(false)) {
         usleep(200);
@@ -717,16 +724,13 @@ static void test_read_ahead_bounded(void)
     cq_semaphore_signal(h.gate);
     wait_done(&c);
     CHECK_EQ(c.error, 0);
-    CHECK_EQ(c.total, size);
-    CHECK(sum_final(c.sum) == sum_of(src, size));
+    CHECK_EQ(c.total, f.size);
+    CHECK(sum_final(c.sum) == sum_of(f.src, f.size));
     CHECK(cq__io_buf_stats(false).peak - before.live <= 13);
     coll_free(&c);
     done_with(st, 0);
     held_handler_free(&h);
-    close(fd);
-    free(src);
-    cq_release(q);
-    unlink(path);
+    test_file_done(&f);
 }
 
 /* A cheap handler (it keeps the pieces, no copy) has its own run read the next piece once it
@@ -795,72 +799,65 @@ static cq_data_t keep_read(cq_io_t ch, cq_queue_t q, off_t offset, size_t length
 
 static void test_read_inline(void)
 {
-    char *path = tmp_path("inline");
-    const size_t size = 32 * MIB + 4321;
-    int fd;
-    unsigned char *src = make_file(path, size, 23, &fd);
-    cq_queue_t q = cq_queue_create("test.io.file", NULL);
+    struct test_file f = test_file_make("inline", 32 * MIB + 4321, 23);
     int err;
 
     /* to the end, then the position: the next read has nothing */
     size_t inlined = cq__io_buf_stats(false).inlined;
-    cq_io_t st = mk(CQ_IO_STREAM, fd, q);
+    cq_io_t st = mk(CQ_IO_STREAM, f.fd, f.q);
     cq_io_set_high_water(st, MIB);
-    cq_data_t all = keep_read(st, q, 0, SIZE_MAX, 0, &err);
+    cq_data_t all = keep_read(st, f.q, 0, SIZE_MAX, 0, &err);
     CHECK_EQ(err, 0);
-    CHECK_EQ(cq_data_get_size(all), size);
-    CHECK(data_sum(all) == sum_of(src, size));
+    CHECK_EQ(cq_data_get_size(all), f.size);
+    CHECK(data_sum(all) == sum_of(f.src, f.size));
     inlined = cq__io_buf_stats(false).inlined - inlined;
-    printf("   %zu of %zu pieces read by the handler's run\n", inlined, size / MIB + 1);
+    printf("   %zu of %zu pieces read by the handler's run\n", inlined, f.size / MIB + 1);
     CHECK(inlined >= 8); /* 0 before; usually 20-30 (a preempted handler call costs a few) */
     cq_release(all);
-    all = keep_read(st, q, 0, SIZE_MAX, 0, &err);
+    all = keep_read(st, f.q, 0, SIZE_MAX, 0, &err);
     CHECK_EQ(err, 0);
     CHECK_EQ(cq_data_get_size(all), 0);
     cq_release(all);
     done_with(st, 0);
 
     /* a length that ends mid-piece, at an offset, on a random-access channel */
-    REQUIRE(lseek(fd, 0, SEEK_SET) == 0); /* the stream channel left it at the end */
-    cq_io_t ra = mk(CQ_IO_RANDOM, fd, q);
+    REQUIRE(lseek(f.fd, 0, SEEK_SET) == 0); /* the stream channel left it at the end */
+    cq_io_t ra = mk(CQ_IO_RANDOM, f.fd, f.q);
     cq_io_set_high_water(ra, MIB);
-    all = keep_read(ra, q, 3 * MIB + 5, 20 * MIB + 333, 0, &err);
+    all = keep_read(ra, f.q, 3 * MIB + 5, 20 * MIB + 333, 0, &err);
     CHECK_EQ(err, 0);
     CHECK_EQ(cq_data_get_size(all), 20 * MIB + 333);
-    CHECK(data_sum(all) == sum_of(src + 3 * MIB + 5, 20 * MIB + 333));
+    CHECK(data_sum(all) == sum_of(f.src + 3 * MIB + 5, 20 * MIB + 333));
     cq_release(all);
     done_with(ra, 0);
 
     /* close with stop once the run reads: whole pieces, the file's first bytes */
-    REQUIRE(lseek(fd, 0, SEEK_SET) == 0);
-    st = mk(CQ_IO_STREAM, fd, q);
+    REQUIRE(lseek(f.fd, 0, SEEK_SET) == 0);
+    st = mk(CQ_IO_STREAM, f.fd, f.q);
     cq_io_set_high_water(st, MIB);
-    all = keep_read(st, q, 0, SIZE_MAX, 12, &err);
+    all = keep_read(st, f.q, 0, SIZE_MAX, 12, &err);
     size_t got = cq_data_get_size(all);
-    CHECK(err == ECANCELED || (err == 0 && got == size));
-    CHECK(got >= 12 * MIB && (got % MIB == 0 || got == size));
-    CHECK(data_sum(all) == sum_of(src, got));
+    CHECK(err == ECANCELED || (err == 0 && got == f.size));
+    CHECK(got >= 12 * MIB && (got % MIB == 0 || got == f.size));
+    CHECK(data_sum(all) == sum_of(f.src, got));
     cq_release(all);
     cq_release(st);
     WAIT_SEMA(g_cleaned);
 
     /* out of the page cache: the engine reads what the run cannot */
-    REQUIRE(fsync(fd) == 0);
-    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    REQUIRE(lseek(fd, 0, SEEK_SET) == 0);
-    st = mk(CQ_IO_STREAM, fd, q);
+    REQUIRE(fsync(f.fd) == 0);
+    posix_fadvise(f.fd, 0, 0, POSIX_FADV_DONTNEED);
+    REQUIRE(lseek(f.fd, 0, SEEK_SET) == 0);
+    st = mk(CQ_IO_STREAM, f.fd, f.q);
     cq_io_set_high_water(st, MIB);
-    all = keep_read(st, q, 0, SIZE_MAX, 0, &err);
+    all = keep_read(st, f.q, 0, SIZE_MAX, 0, &err);
     CHECK_EQ(err, 0);
-    CHECK_EQ(cq_data_get_size(all), size);
-    CHECK(data_sum(all) == sum_of(src, size));
+    CHECK_EQ(cq_data_get_size(all), f.size);
+    CHECK(data_sum(all) == sum_of(f.src, f.size));
     cq_release(all);
     done_with(st, 0);
 
-    close(fd);
-    free(src);
-    cq_release(q);
-    unlink(path);
+    test_file_done(&f);
 }
 
 /* The 1 MiB buffers a file read leaves in the cache go back to the system once the process is
@@ -868,14 +865,10 @@ static void test_read_inline(void)
  * kept up to 16 MiB of them for good after its last read. */
 static void test_read_buffers_given_back(void)
 {
-    char *path = tmp_path("given-back");
-    const size_t size = 16 * MIB;
-    int fd;
-    unsigned char *src = make_file(path, size, 29, &fd);
-    cq_queue_t q = cq_queue_create("test.io.file", NULL);
-    cq_io_t st = mk(CQ_IO_STREAM, fd, q);
+    struct test_file f = test_file_make("given-back", 16 * MIB, 29);
+    cq_io_t st = mk(CQ_IO_STREAM, f.fd, f.q);
     cq_io_set_high_water(st, MIB);
-    CHECK(read_check(st, q, src, size, 0, 0, SIZE_MAX) >= 16);
+    CHECK(read_check(st, f.q, f.src, f.size, 0, 0, SIZE_MAX) >= 16);
     done_with(st, 0);
     /* (under a sanitizer the trim may have come already: the read is slow, the delay short) */
     uint64_t deadline = cq_test_now_ns() + 30 * (uint64_t)1000000000;
@@ -883,43 +876,36 @@ static void test_read_buffers_given_back(void)
         usleep(1000);
     }
     CHECK_EQ(cq__io_buf_stats(false).cached, 0);
-    close(fd);
-    free(src);
-    cq_release(q);
-    unlink(path);
+    test_file_done(&f);
 }
 
 /* Close with stop while a long read has several requests in the engine: ECANCELED after whole
  * pieces, and the buffers the engine still writes to outlive it (AddressSanitizer watches). */
 static void test_read_ahead_close_stop(void)
 {
-    char *path = tmp_path("ra-stop");
-    const size_t size = 64 * MIB;
-    int fd;
-    unsigned char *src = make_file(path, size, 13, &fd);
-    cq_queue_t q = cq_queue_create("test.io.file", NULL);
-    REQUIRE(fsync(fd) == 0);
+    struct test_file f = test_file_make("ra-stop", 64 * MIB, 13);
+    REQUIRE(fsync(f.fd) == 0);
     for (int i = 0; i < 8; i++) {
-        REQUIRE(lseek(fd, 0, SEEK_SET) == 0);
+        REQUIRE(lseek(f.fd, 0, SEEK_SET) == 0);
         if (i >= 4) { /* from the disk: the requests stay in the engine longer */
-            posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+            posix_fadvise(f.fd, 0, 0, POSIX_FADV_DONTNEED);
         }
         struct cleanup_rec cr = {cq_semaphore_create(0), -1, 0};
         cq_io_t ch =
-            cq_io_create_f(i % 2 ? CQ_IO_RANDOM : CQ_IO_STREAM, fd, q, &cr, cleanup_handler);
+            cq_io_create_f(i % 2 ? CQ_IO_RANDOM : CQ_IO_STREAM, f.fd, f.q, &cr, cleanup_handler);
         cq_io_set_high_water(ch, MIB);
         struct coll c;
         coll_init(&c, false);
         c.partial_sema = cq_semaphore_create(0);
-        cq_io_read_f(ch, 0, SIZE_MAX, q, &c, coll_handler);
+        cq_io_read_f(ch, 0, SIZE_MAX, f.q, &c, coll_handler);
         for (int k = 0; k < 1 + i % 4; k++) { /* the window is open after a few pieces */
             WAIT_SEMA(c.partial_sema);
         }
         cq_io_close(ch, CQ_IO_STOP);
         wait_done(&c);
-        CHECK(c.error == ECANCELED || (c.error == 0 && c.total == size));
-        CHECK(c.total % MIB == 0 && c.total <= size);
-        CHECK(sum_final(c.sum) == sum_of(src, c.total));
+        CHECK(c.error == ECANCELED || (c.error == 0 && c.total == f.size));
+        CHECK(c.total % MIB == 0 && c.total <= f.size);
+        CHECK(sum_final(c.sum) == sum_of(f.src, c.total));
         cq_release(ch);
         WAIT_SEMA(cr.sema); /* after the engine is done with every request */
         CHECK_EQ(cr.calls, 1);
@@ -927,10 +913,7 @@ static void test_read_ahead_close_stop(void)
         coll_free(&c);
         cq_release(cr.sema);
     }
-    close(fd);
-    free(src);
-    cq_release(q);
-    unlink(path);
+    test_file_done(&f);
 }
 
 /* Reads "forked" from `path` through a random channel; true if it arrived whole. */
