@@ -510,7 +510,10 @@ func meetingOperations(_ queue: SQOperationQueue, count: Int) -> Int {
         }
         #expect(returnedToo)
         let values = seen.withLock { $0 }
-        #expect(values == ["background": 19, "default": 0, "inherited": 19, "own": 0])
+        #expect(values.filter { $0.key != "own" } == ["background": 19, "default": 0, "inherited": 19])
+        // High work runs on a normal worker (nice 0), or, while both are busy (a loaded
+        // machine), on the express thread, 2 below where the process may lower it.
+        #expect(values["own"] == 0 || values["own"] == -2)
     }
 
     @Test func testCurrentQueue() {

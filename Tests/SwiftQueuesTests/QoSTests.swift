@@ -60,7 +60,10 @@ import Musl
         let defaultNice = niceOfWork(on: SQQueue.global())
         if defaultNice != 19 {
             #expect(niceOfWork(on: SQQueue(label: "qos-utility", qos: .utility)) == defaultNice)
-            #expect(niceOfWork(on: SQQueue.global(qos: .userInteractive)) == defaultNice)
+            // High work: a normal worker, or (both busy, on a loaded machine) the express
+            // thread, 2 below where the process may lower its nice value.
+            let high = niceOfWork(on: SQQueue.global(qos: .userInteractive))
+            #expect(high == defaultNice || high == defaultNice - 2)
         }
     }
 
