@@ -16,9 +16,13 @@ import CQueueCore
 // attached to it later through `operations` (a completion block, observers, dependencies)
 // is released on the pool by `deinit` (see `SQOperation.releasedByAddingThread`).
 //
-// The list holds at most `retiredLimit` operations; past that the pool thread frees as it
-// did. A queue that empties frees its list at once, before it wakes its waiters: no
-// operation outlives `waitUntilAllOperationsAreFinished` because of it.
+// The list holds at most `retiredLimit` operations. The finishing pool thread that fills it
+// takes the whole list and frees it there, in one go: when nobody adds (a queue draining a
+// burst), two pool threads freeing operation by operation into the adding thread's arena
+// fight over that arena's lock (with 2 workers, draining 200k operations cost twice what it
+// cost with one), while a batch keeps that lock with one thread at a time. A queue that
+// empties frees its list at once, before it wakes its waiters: no operation outlives
+// `waitUntilAllOperationsAreFinished` because of it.
 
 extension SQOperationQueue.LockedState {
     /// How many finished operations at most wait for an adding thread.
@@ -26,12 +30,16 @@ extension SQOperationQueue.LockedState {
 
     /// Keeps the queue's reference to `operation`, which has just finished, for the next
     /// adding thread to release. False if the caller must release it now (not a queue-made
-    /// operation, or the list is full).
-    mutating func retire(_ operation: SQOperation) -> Bool {
-        guard operation.isQueueMade, retiredCount < Self.retiredLimit else { return false }
+    /// operation). If the list is full, moves it (with `operation`) into `overflow`, for the
+    /// caller to release once the lock is dropped.
+    mutating func retire(_ operation: SQOperation, overflow: inout Unmanaged<SQOperation>?) -> Bool {
+        guard operation.isQueueMade else { return false }
         operation.dispatchNext = retired
         retired = Unmanaged.passUnretained(operation)
         retiredCount += 1
+        if retiredCount >= Self.retiredLimit {
+            overflow = takeRetired()
+        }
         return true
     }
 

@@ -156,11 +156,13 @@ extension SQOperationQueue {
             state.unlink(operation)
             state.operationRemoved(operation)
             state.publish(.finished(operation), to: &deliverer)
-            retired = state.retire(operation)
+            retired = state.retire(operation, overflow: &released)
             if state.count == 0 {
                 emptied = true
                 // Nobody may add again soon: free the retired operations here.
-                released = state.takeRetired()
+                if released == nil {
+                    released = state.takeRetired()
+                }
                 swap(&idleWaiters, &state.idleWaiters)
                 swap(&idleContinuations, &state.idleContinuations)
             }

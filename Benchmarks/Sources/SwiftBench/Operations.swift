@@ -62,6 +62,38 @@ func operationAddWorkload(serial: Bool) -> Workload {
         })
 }
 
+func operationDrainWorkload() -> Workload {
+    Workload(
+        name: "op_drain",
+        title: "a burst of trivial closures added to a suspended queue, timed from isSuspended = "
+            + "false to waitUntilAllOperationsAreFinished (vs Foundation)",
+        unit: "ns/op", ops: quick ? 20_000 : 200_000, goal: nil,
+        ours: { n in
+            let queue = SQOperationQueue()
+            queue.isSuspended = true
+            let tally = OpTally()
+            for i in 0..<n { queue.addOperation { tally.hit(i) } }
+            let t0 = nowNs()
+            queue.isSuspended = false
+            queue.waitUntilAllOperationsAreFinished()
+            let t = nowNs() - t0
+            check(tally.value == n, "SQOperationQueue drained \(tally.value) of \(n)")
+            return t
+        },
+        dispatch: { n in
+            let queue = OperationQueue()
+            queue.isSuspended = true
+            let tally = OpTally()
+            for i in 0..<n { queue.addOperation { tally.hit(i) } }
+            let t0 = nowNs()
+            queue.isSuspended = false
+            queue.waitUntilAllOperationsAreFinished()
+            let t = nowNs() - t0
+            check(tally.value == n, "OperationQueue drained \(tally.value) of \(n)")
+            return t
+        })
+}
+
 func operationChainWorkload(length: Int) -> Workload {
     Workload(
         name: "op_chain_\(length / 1000)k",
@@ -164,6 +196,7 @@ func operationWorkloads() -> [Workload] {
     [
         operationAddWorkload(serial: false),
         operationAddWorkload(serial: true),
+        operationDrainWorkload(),
         operationChainWorkload(length: 20_000),
         operationChainWorkload(length: 100_000),
         operationFanInWorkload(),
