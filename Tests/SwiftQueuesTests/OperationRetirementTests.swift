@@ -121,6 +121,33 @@ private func retireWithToken(_ queue: SQOperationQueue, unblock: SQSemaphore, wa
         #expect(empties(queue))
     }
 
+    /// A busy queue that nobody adds to does not keep its finished operations: the pool
+    /// thread whose finish fills the retired list frees the whole list (the old code kept
+    /// the first 64 until the queue emptied, and the test timed out waiting for the token).
+    @Test func testAFullRetiredListIsFreedWithoutAnAddition() {
+        let queue = SQOperationQueue()
+        let unblock = SQSemaphore(value: 0)
+        let watcher = Released()
+        do {
+            // A finished dependency that holds the token: released when `target` is freed.
+            let holder = TokenOperation(Released.Token(watcher))
+            holder.start()
+            queue.isSuspended = true
+            let target = queueMadeOperation(queue)
+            target.addDependency(holder)
+            queue.addOperation { _ = unblock.wait(timeout: patience()) }  // keeps it busy
+            for _ in 0..<100 {
+                queue.addOperation {}
+            }
+        }
+        // No thread adds from here on: `target` and the 100 closures finish and retire.
+        queue.isSuspended = false
+        #expect(watcher.wasReleased)
+        #expect(queue.operationCount >= 1)  // the blocker: the queue never emptied
+        unblock.signal()
+        #expect(empties(queue))
+    }
+
     /// Many closures through a busy queue, from two adding threads: each runs exactly once and
     /// every captured token is released (none is kept by a retired operation).
     @Test func testEveryClosureRunsOnceAndIsReleased() {
