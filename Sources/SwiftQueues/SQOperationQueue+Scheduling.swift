@@ -153,6 +153,11 @@ extension SQOperationQueue {
                 break
             }
             operation.queueState = .removed
+            // Under the lock: once it is dropped, another finish may empty the queue and free
+            // it (a queue holds itself only while it holds operations).
+            if !operation.isQueueBarrier {
+                progress.operationFinished()
+            }
             state.unlink(operation)
             state.operationRemoved(operation)
             state.publish(.finished(operation), to: &deliverer)
@@ -172,9 +177,8 @@ extension SQOperationQueue {
         // locked state; the finishing start path named it in its context until now, while the
         // queue is certainly alive).
         handOff.finishing?.pointee.finishingQueue = nil
-        if !operation.isQueueBarrier {
-            progress.operationFinished()
-        }
+        // Nothing below reads the queue: it may be gone already (see above), except when it
+        // emptied here (its reference to itself is given back last).
         submit(startable, handOff: &handOff)
         // The queue's reference, taken in enqueue (the caller holds its own), unless the
         // queue retired the operation.

@@ -592,6 +592,34 @@ func meetingOperations(_ queue: SQOperationQueue, count: Int) -> Int {
         #expect(queue.progress.fractionCompleted == 1 && queue.progress.isFinished)
     }
 
+    /// Queues dropped at once, each with two operations that finish on two pool threads and
+    /// a progress total: the finish that empties the queue frees it, while the other finish
+    /// may still be on its way out. That one must not touch the queue any more (it counted its
+    /// progress after the queue lock, on freed memory: a TSan run of the suite caught it).
+    @Test func testQueuesDroppedWhileTheirOperationsFinish() {
+        let ran = Counter()
+        let freed = Counter()
+        final class Watched: SQOperationQueue, @unchecked Sendable {
+            let freed: Counter
+            init(_ freed: Counter) { self.freed = freed }
+            deinit { freed.add() }
+        }
+        let rounds = 5_000
+        for _ in 0..<rounds {
+            let queue = Watched(freed)
+            queue.progress.totalUnitCount = 2
+            queue.addOperation { ran.add() }
+            queue.addOperation { ran.add() }
+        }
+        // No event says "freed"; the deinit count is polled against the patience deadline.
+        let deadline = patience()
+        while freed.value < rounds && SQTime.now() < deadline {
+            usleep(1_000)
+        }
+        #expect(ran.value == 2 * rounds)
+        #expect(freed.value == rounds)
+    }
+
     @Test func testQueueStaysAliveWhileItHoldsOperations() {
         let done = SQSemaphore(value: 0)
         let freed = SQSemaphore(value: 0)
