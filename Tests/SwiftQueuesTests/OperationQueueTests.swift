@@ -550,7 +550,12 @@ func meetingOperations(_ queue: SQOperationQueue, count: Int) -> Int {
             finish()
             // The queue has let the operation go: the start path no longer names it.
             seen.append("after \(SQOperationQueue.current == nil)")
+            returned.signal()
         }
+
+        /// Signalled when `main` has returned: the queue's waiters wake at `finish()`, before
+        /// the "after" entry.
+        let returned = SQSemaphore(value: 0)
     }
 
     @Test func testCurrentQueueWhileTheOperationFinishes() {
@@ -569,6 +574,7 @@ func meetingOperations(_ queue: SQOperationQueue, count: Int) -> Int {
         }
         #expect(returned)
         #expect(observed.values == ["executing true", "finished true"])
+        #expect(arrived(selfFinishing.returned))
         #expect(selfFinishing.seen.values == ["before true", "completion true", "after true"])
         observation.invalidate()
     }

@@ -136,11 +136,13 @@ private func retireWithToken(_ queue: SQOperationQueue, unblock: SQSemaphore, wa
             let target = queueMadeOperation(queue)
             target.addDependency(holder)
             queue.addOperation { _ = unblock.wait(timeout: patience()) }  // keeps it busy
-            for _ in 0..<100 {
+            // 127: with `target`, two full lists (of 64), in whatever order the pool runs
+            // them; `target` is in one of them.
+            for _ in 0..<127 {
                 queue.addOperation {}
             }
         }
-        // No thread adds from here on: `target` and the 100 closures finish and retire.
+        // No thread adds from here on: `target` and the 127 closures finish and retire.
         queue.isSuspended = false
         #expect(watcher.wasReleased)
         #expect(queue.operationCount >= 1)  // the blocker: the queue never emptied
