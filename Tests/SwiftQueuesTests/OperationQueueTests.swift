@@ -499,6 +499,15 @@ func meetingOperations(_ queue: SQOperationQueue, count: Int) -> Int {
         let returned = completes {
             queue.addOperations([background, plain], waitUntilFinished: true)
         }
+        if !returned {
+            // Seen twice in about 40 TSan runs of the operation suites (the background
+            // operation never ran); the pool's state, for the next time.
+            print(
+                "testQualityOfServicePicksThePriority: background ready \(background.isReady) "
+                    + "executing \(background.isExecuting) finished \(background.isFinished); "
+                    + "plain finished \(plain.isFinished); queue count \(queue.operationCount)")
+            SQRuntime.dump()
+        }
         #expect(returned)
         let quiet = SQOperationQueue()
         quiet.qualityOfService = .background
