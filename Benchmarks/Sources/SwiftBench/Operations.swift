@@ -62,36 +62,38 @@ func operationAddWorkload(serial: Bool) -> Workload {
         })
 }
 
+/// What `op_drain` asks of a queue: the member names both sides share.
+protocol DrainableOperationQueue: AnyObject {
+    var isSuspended: Bool { get set }
+    func addOperation(_ block: @escaping @Sendable () -> Void)
+    func waitUntilAllOperationsAreFinished()
+}
+
+extension SQOperationQueue: DrainableOperationQueue {}
+extension OperationQueue: DrainableOperationQueue {}
+
+/// Adds `n` counting closures to `queue` while it is suspended; returns the time from
+/// resuming it to the end of its wait.
+func timeDrain(_ queue: some DrainableOperationQueue, _ n: Int) -> UInt64 {
+    queue.isSuspended = true
+    let tally = OpTally()
+    for i in 0..<n { queue.addOperation { tally.hit(i) } }
+    let t0 = nowNs()
+    queue.isSuspended = false
+    queue.waitUntilAllOperationsAreFinished()
+    let t = nowNs() - t0
+    check(tally.value == n, "\(type(of: queue)) drained \(tally.value) of \(n)")
+    return t
+}
+
 func operationDrainWorkload() -> Workload {
     Workload(
         name: "op_drain",
         title: "a burst of trivial closures added to a suspended queue, timed from isSuspended = "
             + "false to waitUntilAllOperationsAreFinished (vs Foundation)",
         unit: "ns/op", ops: quick ? 20_000 : 200_000, goal: nil,
-        ours: { n in
-            let queue = SQOperationQueue()
-            queue.isSuspended = true
-            let tally = OpTally()
-            for i in 0..<n { queue.addOperation { tally.hit(i) } }
-            let t0 = nowNs()
-            queue.isSuspended = false
-            queue.waitUntilAllOperationsAreFinished()
-            let t = nowNs() - t0
-            check(tally.value == n, "SQOperationQueue drained \(tally.value) of \(n)")
-            return t
-        },
-        dispatch: { n in
-            let queue = OperationQueue()
-            queue.isSuspended = true
-            let tally = OpTally()
-            for i in 0..<n { queue.addOperation { tally.hit(i) } }
-            let t0 = nowNs()
-            queue.isSuspended = false
-            queue.waitUntilAllOperationsAreFinished()
-            let t = nowNs() - t0
-            check(tally.value == n, "OperationQueue drained \(tally.value) of \(n)")
-            return t
-        })
+        ours: { n in timeDrain(SQOperationQueue(), n) },
+        dispatch: { n in timeDrain(OperationQueue(), n) })
 }
 
 func operationChainWorkload(length: Int) -> Workload {
