@@ -613,11 +613,15 @@ func meetingOperations(_ queue: SQOperationQueue, count: Int) -> Int {
     /// progress after the queue lock, on freed memory: a TSan run of the suite caught it).
     @Test func testQueuesDroppedWhileTheirOperationsFinish() {
         let ran = Counter()
-        let freed = Counter()
+        // Each queue enters on creation and leaves in its deinit: the wait is for every free.
+        let freed = SQGroup()
         final class Watched: SQOperationQueue, @unchecked Sendable {
-            let freed: Counter
-            init(_ freed: Counter) { self.freed = freed }
-            deinit { freed.add() }
+            let freed: SQGroup
+            init(_ freed: SQGroup) {
+                self.freed = freed
+                freed.enter()
+            }
+            deinit { freed.leave() }
         }
         let rounds = 5_000
         for _ in 0..<rounds {
@@ -626,13 +630,8 @@ func meetingOperations(_ queue: SQOperationQueue, count: Int) -> Int {
             queue.addOperation { ran.add() }
             queue.addOperation { ran.add() }
         }
-        // No event says "freed"; the deinit count is polled against the patience deadline.
-        let deadline = patience()
-        while freed.value < rounds && SQTime.now() < deadline {
-            usleep(1_000)
-        }
+        #expect(freed.wait(timeout: patience()) == .success)
         #expect(ran.value == 2 * rounds)
-        #expect(freed.value == rounds)
     }
 
     @Test func testQueueStaysAliveWhileItHoldsOperations() {
