@@ -23,15 +23,11 @@ CQ_INTERNAL void cq__futex_wake(_Atomic uint32_t *word, int count);
 /* How many cq__cpu_relax() calls take about `ns` nanoseconds on this machine (calibrated once). */
 CQ_INTERNAL uint32_t cq__spin_iterations(uint32_t ns);
 
-/* Default spin budgets (nanoseconds), tuned to the futex wake cost described above. */
+/* Default spin budgets (nanoseconds), against the futex wake cost described above. */
 #define CQ__SPIN_WAIT_NS 20000u /* a thread waiting for an event (sync hand-off, semaphore) */
 /* The longest an idle worker searches before it parks: a third of a futex wake-up, not the
- * classic competitive bound of one. A searcher holds a CPU and its proc, so nobody is woken for
- * the work it is waiting for; when the CPUs are shared (a server and its clients on the same
- * machine) the kernel preempts a long spin, and the work waits for the spinner's next slice,
- * while a thread that parked is woken at once and placed ahead of the threads that ran.
- * bench/http_bench.py at 16 connections, both builds in one run: p99 1.0 ms with 25 us, 0.54
- * with 8 us, equal at 64 and 256 (design.md §4). */
+ * classic competitive bound of one, because a preempted spinner still holds its proc (the
+ * measurements and the reasoning: design.md §4, "Searchers"). */
 #define CQ__SPIN_SEARCH_NS 8000u
 #define CQ__SPIN_SEARCH_MIN_NS 1000u /* the shortest (the adaptive spin: scheduler/find.c) */
 #define CQ__SPIN_PURE_NS 300u        /* the first part of a spin: CPU pauses only */
