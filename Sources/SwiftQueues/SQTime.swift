@@ -25,8 +25,9 @@ public struct SQTime: SQClockTime {
     }
 
     /// The time `uptimeNanoseconds` nanoseconds after the monotonic clock's origin (boot).
-    /// Values beyond the representable range are ``distantFuture``; 0 is stored as 1 (0 would
-    /// mean "now" to the C core; both are in the past).
+    /// Values beyond the representable range are ``distantFuture``. 0 means "now", as it does
+    /// for `DispatchTime`: `SQTime(uptimeNanoseconds: 0) + .milliseconds(200)` is 200 ms from
+    /// the moment it is used, and its ``uptimeNanoseconds`` is 0.
     ///
     /// Dispatch: `DispatchTime(uptimeNanoseconds:)`.
     @inlinable
@@ -34,7 +35,7 @@ public struct SQTime: SQClockTime {
         if uptimeNanoseconds >= UInt64(Int64.max) {
             rawValue = UInt64.max
         } else {
-            rawValue = max(uptimeNanoseconds, 1)
+            rawValue = uptimeNanoseconds
         }
     }
 

@@ -33,7 +33,12 @@ import Glibc
         let earliest = now - .seconds(Int.max)
         #expect(earliest < now)
         #expect(earliest.uptimeNanoseconds >= 1)
-        #expect(SQTime(uptimeNanoseconds: 0).uptimeNanoseconds == 1)
+        // 0 is "now" (Dispatch's DISPATCH_TIME_NOW), also as the base of arithmetic.
+        #expect(SQTime(uptimeNanoseconds: 0).uptimeNanoseconds == 0)
+        let soon = SQTime(uptimeNanoseconds: 0) + .seconds(100)
+        #expect(soon > SQTime.now() + .seconds(99))
+        #expect(soon < SQTime.now() + .seconds(101))
+        #expect(SQSemaphore(value: 0).wait(timeout: SQTime(uptimeNanoseconds: 0)) == .timedOut)
         #expect(SQTime(uptimeNanoseconds: UInt64.max) == .distantFuture)
         #expect(SQTime(uptimeNanoseconds: 12_345).uptimeNanoseconds == 12_345)
     }
