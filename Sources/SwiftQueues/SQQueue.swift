@@ -203,9 +203,29 @@ public class SQQueue: _SQQueueMaking, @unchecked Sendable {
     /// Dispatch: `DispatchQueue.sync(flags:execute:)`.
     @inlinable
     public final func sync<T>(
-        flags: SQWorkItemFlags = [], execute work: () throws -> T
+        flags: SQWorkItemFlags, execute work: () throws -> T
     ) rethrows -> T {
         try syncHelper(barrier: flags.contains(.barrier), execute: work, rescue: { throw $0 })
+    }
+
+    /// Runs `work` on this queue, waits for it, and returns its result (or rethrows its error):
+    /// ``sync(flags:execute:)`` with no flags.
+    ///
+    /// Dispatch: `DispatchQueue.sync(execute:)` (the generic one).
+    @inlinable
+    public final func sync<T>(execute work: () throws -> T) rethrows -> T {
+        try syncHelper(barrier: false, execute: work, rescue: { throw $0 })
+    }
+
+    /// Runs `block` on this queue and waits for it: ``sync(flags:execute:)`` for a closure
+    /// that returns nothing. Dispatch has this overload too, and code written for it needs
+    /// it: without it, a one-expression closure whose expression returns a value it ignores
+    /// (`queue.sync { semaphore.signal() }`) would make `sync` generic over that value.
+    ///
+    /// Dispatch: `DispatchQueue.sync(execute:)` (the one for `() -> Void`).
+    @inlinable
+    public final func sync(execute block: () -> Void) {
+        syncHelper(barrier: false, execute: block, rescue: { _ in })
     }
 
     /// The body of `sync`: `rescue` turns the captured error back into a throw, which is what

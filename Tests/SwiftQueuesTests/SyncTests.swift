@@ -27,6 +27,20 @@ import SwiftQueues
         #expect(value == 5)
     }
 
+    /// Written as for Dispatch: a one-expression closure whose value is ignored (`signal()`
+    /// returns an Int) inside a `@Sendable` closure compiles only with Dispatch's non-generic
+    /// `sync(execute: () -> Void)`; with the generic `sync` alone the type checker gives up.
+    @Test func testSyncOfClosureIgnoringItsValue() {
+        let q = SQQueue(label: "sync-void")
+        let other = SQQueue(label: "sync-void-other")
+        let done = SQSemaphore(value: 0)
+        q.async { other.sync { done.signal() } }
+        #expect(done.wait(timeout: .now() + .seconds(10)) == .success)
+        let item = SQWorkItem { other.sync { done.signal() } }
+        q.async(execute: item)
+        #expect(done.wait(timeout: .now() + .seconds(10)) == .success)
+    }
+
     @Test func testSyncMutatesCallerState() {
         // The closure is not @Sendable and may mutate the caller's local state.
         let q = SQQueue(label: "sync-mutate")
