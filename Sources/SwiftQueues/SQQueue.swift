@@ -269,7 +269,9 @@ public class SQQueue: _SQQueueMaking, @unchecked Sendable {
         cq_suspend(sqObject(handle))
     }
 
-    /// Undoes one ``suspend()``. Resuming a queue that is not suspended aborts the process.
+    /// Undoes one ``suspend()``. Resuming a queue that is not suspended aborts the process, and
+    /// so does resuming an `.initiallyInactive` queue that is not suspended besides: start it
+    /// with ``activate()`` (Dispatch asserts there too).
     ///
     /// Thread-safe; never blocks. Dispatch: `DispatchObject.resume()`.
     public final func resume() {

@@ -247,6 +247,13 @@ static void over_resume(void *arg)
     cq_resume(q);
 }
 
+static void resume_inactive_queue(void *arg)
+{
+    (void)arg;
+    cq_queue_t q = cq_queue_create_inactive("never-activated", NULL);
+    cq_resume(q); /* libdispatch asserts too: an inactive queue is activated, not resumed */
+}
+
 static void source_over_resume(void *arg)
 {
     (void)arg;
@@ -1018,6 +1025,10 @@ static void test_suspension(void)
                  ") is not suspended (resumed more often than suspended)");
     EXPECT_ABORT("source-over-resume", source_over_resume, "CQueueCore: cq_resume: source 0x",
                  " is not suspended (resumed more often than suspended)");
+    EXPECT_ABORT("resume-inactive-queue", resume_inactive_queue,
+                 "CQueueCore: cq_resume: queue \"never-activated\" (0x",
+                 ") is inactive and not suspended: activate it with cq_activate "
+                 "(dispatch_activate)");
     EXPECT_ABORT("suspend-semaphore", suspend_semaphore, "CQueueCore: cq_suspend: semaphore 0x",
                  " cannot be suspended");
     EXPECT_ABORT("resume-group", resume_group, "CQueueCore: cq_resume: group 0x",

@@ -56,6 +56,61 @@ static void test_suspend_holds_tasks(void)
     cq_release(q);
 }
 
+/* ---- an inactive object suspended and resumed stays inactive until activated ------------- */
+
+static void count_event(void *ctx)
+{
+    cq_semaphore_signal((cq_semaphore_t)ctx);
+}
+
+static void test_inactive_suspend_resume(void)
+{
+    /* libdispatch: a resume that balances a suspend leaves an inactive queue inactive; only
+     * dispatch_activate starts it. (A resume used to clear the inactive state, so the activate
+     * after it did nothing and the queue stayed suspended for ever.) */
+    cq_queue_t q = cq_queue_create_inactive("inactive-suspended", NULL);
+    struct held h = {0};
+    cq_suspend(q);
+    for (int i = 0; i < 100; i++) {
+        cq_async_f(q, &h, held_task);
+    }
+    cq_resume(q);
+    cq_test_observe_window(); /* no event proves "nothing runs": a bounded window */
+    CHECK_EQ(atomic_load(&h.ran), 0);
+    atomic_store(&h.released, true);
+    cq_activate(q);
+    cq_sync_f(q, NULL, noop);
+    CHECK_EQ(atomic_load(&h.ran), 100);
+    CHECK_EQ(atomic_load(&h.early), 0);
+    cq_release(q);
+
+    /* The same for a source (a new source is inactive); a resume that is not balancing a
+     * suspend activates it, as libdispatch's does for sources. */
+    cq_semaphore_t fired = cq_semaphore_create(0);
+    cq_source_t s = cq_source_create(CQ_SOURCE_TYPE_DATA_ADD, 0, 0, NULL);
+    cq_set_context(s, fired);
+    cq_source_set_event_handler_f(s, count_event);
+    cq_suspend(s);
+    cq_resume(s);
+    cq_source_merge_data(s, 1);
+    CHECK(cq_semaphore_wait(fired, cq_time(CQ_TIME_NOW, 100 * 1000 * 1000)) != 0);
+    cq_activate(s);
+    WAIT_SEMA(fired);
+    cq_source_cancel(s);
+    cq_release(s);
+
+    cq_source_t legacy = cq_source_create(CQ_SOURCE_TYPE_DATA_ADD, 0, 0, NULL);
+    cq_set_context(legacy, fired);
+    cq_source_set_event_handler_f(legacy, count_event);
+    cq_resume(legacy);
+    cq_source_merge_data(legacy, 1);
+    WAIT_SEMA(fired);
+    cq_activate(legacy); /* already active: nothing */
+    cq_source_cancel(legacy);
+    cq_release(legacy);
+    cq_release(fired);
+}
+
 /* ---- suspending from inside a task stops the queue after that task ------------------------ */
 
 struct self_suspend {
@@ -228,6 +283,7 @@ static void test_suspend_under_load(void)
 int main(void)
 {
     RUN(test_suspend_holds_tasks);
+    RUN(test_inactive_suspend_resume);
     RUN(test_suspend_between_tasks);
     RUN(test_backlog_in_order);
     RUN(test_concurrent_suspend);

@@ -68,6 +68,7 @@ static void source_xref_dispose(struct cq__object *o);
 static void source_dispose(struct cq__object *o);
 static void source_suspend(struct cq__object *o);
 static void source_resume(struct cq__object *o);
+static uint32_t source_suspended(const struct cq__object *o);
 static void source_set_target(struct cq__object *o, struct cq_queue_s *q);
 
 const struct cq__class cq__source_class = {
@@ -77,6 +78,7 @@ const struct cq__class cq__source_class = {
     .dispose = source_dispose,
     .suspend = source_suspend,
     .resume = source_resume,
+    .suspended = source_suspended,
     .set_target = source_set_target,
 };
 CQ__CLASS_REGISTER(cq__source_class)
@@ -438,6 +440,12 @@ static void source_suspend(struct cq__object *o)
     if ((st & CQ__SS_SUSPEND_MASK) == CQ__SS_SUSPEND_MASK) {
         cq__crash("cq_suspend: suspend count of source %p overflowed", (void *)s);
     }
+}
+
+static uint32_t source_suspended(const struct cq__object *o)
+{
+    const struct cq_source_s *s = (const struct cq_source_s *)o;
+    return (cq__load(&s->state, relaxed) & CQ__SS_SUSPEND_MASK) / CQ__SS_SUSPEND_ONE;
 }
 
 static void source_resume(struct cq__object *o)

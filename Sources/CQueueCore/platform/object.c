@@ -139,8 +139,17 @@ void cq_resume(void *object)
     if (cq__unlikely(o->cls->resume == NULL)) {
         cq__crash("cq_resume: %s cannot be resumed", CQ_DESCRIBE(o));
     }
-    if (cq__unlikely(cq__load(&o->inactive, relaxed))) {
-        cq__store(&o->inactive, 0, relaxed); /* a plain resume activates too */
+    if (cq__unlikely(cq__load(&o->inactive, relaxed)) && o->cls->suspended(o) <= 1) {
+        /* Inactive and not otherwise suspended. As in libdispatch: a source is activated (the
+         * API's old way), a queue is misuse. Suspended besides, the object is only resumed
+         * and stays inactive until cq_activate. */
+        if (o->cls->kind != CQ__KIND_SOURCE) {
+            cq__crash("cq_resume: %s is inactive and not suspended: activate it with "
+                      "cq_activate (dispatch_activate)",
+                      CQ_DESCRIBE(o));
+        }
+        cq_activate(object);
+        return;
     }
     o->cls->resume(o);
 }

@@ -42,6 +42,8 @@ struct cq__class {
     /* cq_suspend / cq_resume, NULL if the class cannot be suspended. */
     void (*suspend)(struct cq__object *object);
     void (*resume)(struct cq__object *object);
+    /* The suspension count (an inactive object's own suspension included); with suspend. */
+    uint32_t (*suspended)(const struct cq__object *object);
     /* cq_set_target_queue on an object that is not a queue (sources): `target` is checked, or
      * the default root queue. NULL for queues and for classes that have no target. */
     void (*set_target)(struct cq__object *object, struct cq_queue_s *target);

@@ -34,6 +34,7 @@ static void queue_xref_dispose(struct cq__object *o);
 static void queue_dispose(struct cq__object *o);
 static void queue_suspend(struct cq__object *o);
 static void queue_resume(struct cq__object *o);
+static uint32_t queue_suspended(const struct cq__object *o);
 static const char *queue_label(const struct cq__object *o);
 
 const struct cq__class cq__queue_class = {
@@ -43,6 +44,7 @@ const struct cq__class cq__queue_class = {
     .dispose = queue_dispose,
     .suspend = queue_suspend,
     .resume = queue_resume,
+    .suspended = queue_suspended,
     .label = queue_label,
 };
 CQ__CLASS_REGISTER(cq__queue_class)
@@ -395,6 +397,12 @@ static void queue_suspend(struct cq__object *o)
     if (cq__unlikely((s & CQ__QS_SUSPEND_MASK) == CQ__QS_SUSPEND_MASK)) {
         cq__crash("cq_suspend: suspend count of %s overflowed", CQ_DESCRIBE(q));
     }
+}
+
+static uint32_t queue_suspended(const struct cq__object *o)
+{
+    const struct cq_queue_s *q = (const struct cq_queue_s *)o;
+    return (uint32_t)((cq__load(&q->state, relaxed) & CQ__QS_SUSPEND_MASK) / CQ__QS_SUSPEND_ONE);
 }
 
 static void queue_resume(struct cq__object *o)

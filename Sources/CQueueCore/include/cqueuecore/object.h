@@ -51,7 +51,10 @@ CQ_EXPORT void cq_set_finalizer_f(void *object, cq_function_t finalizer);
  *   Counted: a queue runs no new task while its suspend count is above zero. A task that is
  *   already running finishes; suspension takes effect between tasks. Each cq_suspend must be
  *   balanced by a cq_resume before the last release. Resuming an object that is not suspended
- *   aborts with a message. Global queues and the main queue ignore both calls.
+ *   aborts with a message. On an inactive object, a resume that balances a cq_suspend leaves
+ *   it inactive; otherwise it activates a source (libdispatch's old way of starting one) and
+ *   aborts for a queue (start it with cq_activate). Global queues and the main queue ignore
+ *   both calls.
  *   Thread-safe; never blocks.
  */
 CQ_EXPORT void cq_suspend(void *object);
@@ -61,8 +64,9 @@ CQ_EXPORT void cq_resume(void *object);
  * cq_activate
  *   Activates an inactive object: a source that was never resumed, or a queue made with
  *   cq_queue_create_inactive. On an object that is already active it does nothing (also when
- *   two threads activate at once: one of them resumes). A cq_resume of an inactive object
- *   activates it too. libdispatch: dispatch_activate. Thread-safe; never blocks.
+ *   two threads activate at once: one of them resumes). A cq_resume of an inactive source
+ *   activates it too (see cq_resume). libdispatch: dispatch_activate. Thread-safe; never
+ *   blocks.
  */
 CQ_EXPORT void cq_activate(void *object);
 
