@@ -207,14 +207,33 @@ static inline uint32_t batch_limit(struct cq__proc *p)
  * was once removed (the take looked on to clear the hint): a worker fewer woke per lone item,
  * but `await queue.run { }` from Swift concurrency went from 17-20 to 40-43 us a round trip,
  * as the second worker, searching about one wake-up later, was what caught the next item of a
- * ping-pong with a thread outside the pool. Parking that learns such inter-arrival times would
- * be the principled replacement; until then the extra wake stays. */
+ * ping-pong with a thread outside the pool. Moved after the item (so that it no longer delays
+ * it), the wake still cost that ping-pong 5 us a round trip. So the wake stays, except for a
+ * worker that was parked for over CQ__SPECULATIVE_PARK_NS before this item woke it: items that
+ * far apart come after a second searcher has given up, and the wake, a system call that
+ * interrupts the other CPU (about 10 us on these VMs), only delayed the item (priority_p50:
+ * 13 us where libdispatch took 4.5). Whether the hint is stale is checked exactly, after our
+ * searching count went down (cq__pool_stop_searching): a producer that published since either
+ * saw us searching, and then its item is seen here and wakes a worker at once, or saw nobody
+ * searching and woke one itself. */
+static bool inject_items_for(unsigned levels)
+{
+    for (unsigned prio = 0; prio < CQ__PRIO_COUNT; prio++) {
+        if ((levels & CQ__LEVEL(prio)) && cq__inject_has_items(&P.inject[prio])) {
+            return true;
+        }
+    }
+    return false;
+}
 
 void cq__pool_announce_backlog(struct cq__proc *p)
 {
     uint32_t len = backlog(p);
     bool more = inject_work_for(p->levels);
     if (len >= CQ__FANOUT_BACKLOG || (more && batch_limit(p) < CQ__FANOUT_BACKLOG)) {
+        if (len == 0 && cq__tls.long_park && !inject_items_for(p->levels)) {
+            return; /* only a stale hint, after a long park: see above */
+        }
         if (!cq__pool_notify_band(p->band)) {
             cq__monitor_kick();
         }

@@ -8,6 +8,7 @@
 #include "scheduler/pool_internal.h"
 
 #include <pthread.h>
+#include <sched.h>
 
 #include "platform/diag_internal.h"
 #include "scheduler/thread_internal.h"
@@ -64,6 +65,7 @@ CQ_NOINLINE bool cq__pool_notify_slow(unsigned band)
     struct cq__band *b = &cq__pool.band[band];
     struct cq__thread *wake = NULL;
     struct cq__proc *spawn = NULL;
+    int cpu = sched_getcpu();
     pthread_mutex_lock(&cq__pool.lock);
     /* idle word: pairs with the parker's fence and re-check (park.c), design.md §10 */
     uint64_t s = cq__load(&b->idle, seq_cst);
@@ -77,7 +79,18 @@ CQ_NOINLINE bool cq__pool_notify_slow(unsigned band)
     }
     struct cq__proc *p = b->idle_parked;
     if (p) {
-        b->idle_parked = p->next_idle;
+        /* Prefer the proc whose thread parked on this CPU: the kernel then tends to wake it
+         * here, where it runs as soon as we block, instead of on another CPU busy with
+         * something else, which costs an interrupt and a preemption there (design.md §4). */
+        struct cq__proc **pp = &b->idle_parked;
+        for (struct cq__proc **q = pp; *q; q = &(*q)->next_idle) {
+            if ((*q)->park_cpu == cpu) {
+                pp = q;
+                break;
+            }
+        }
+        p = *pp;
+        *pp = p->next_idle;
         wake = p->thread;
     } else if ((p = b->idle_free) != NULL) {
         b->idle_free = p->next_idle;

@@ -175,6 +175,35 @@ struct cq__item *cq__inject_take(struct cq__inject *q, struct cq__runq *rq, uint
     return first;
 }
 
+bool cq__inject_has_items(struct cq__inject *q)
+{
+    if (!cq__inject_maybe_work(q)) {
+        return false;
+    }
+    if (atomic_flag_test_and_set_explicit(&q->lock, memory_order_acquire)) {
+        return true;
+    }
+    bool items = false;
+    for (struct cq__item *l = cq__mpsc_peek(&q->tail, &q->head); l != NULL;) {
+        struct cq__inject_chunk *c = chunk_of(l);
+        /* acquire: pairs with the producer's publishing CAS */
+        if (COUNT(cq__load(&c->count, acquire)) > c->taken) {
+            items = true;
+            break;
+        }
+        /* acquire: pairs with the producer's release store linking the next chunk */
+        struct cq__item *next = cq__load(&l->next, acquire);
+        if (next == NULL && cq__load(&q->tail, acquire) != l) {
+            items = true; /* a chunk is being linked behind this one: count it as work */
+            break;
+        }
+        l = next;
+    }
+    /* release: pairs with the next consumer's acquiring test-and-set */
+    atomic_flag_clear_explicit(&q->lock, memory_order_release);
+    return items;
+}
+
 void cq__inject_thread_exit(void)
 {
     for (unsigned prio = 0; prio < sizeof cq__tls.inject / sizeof cq__tls.inject[0]; prio++) {

@@ -21,6 +21,7 @@
  *   producers (any thread)         cq__inject_push
  *   consumers (pool threads)       cq__inject_take (takes the lock; returns NULL if it is busy)
  *   anyone                         cq__inject_maybe_work (a hint, exact after a seq_cst fence)
+ *   pool threads                   cq__inject_has_items (exact; takes the lock)
  *   the exiting thread             cq__inject_thread_exit
  */
 #ifndef CQ_INJECT_INTERNAL_H
@@ -65,6 +66,11 @@ CQ_INLINE bool cq__inject_maybe_work(struct cq__inject *q)
     /* pairs with the producers' seq_cst set and cq__inject_take's seq_cst clear (inject.c) */
     return cq__load(&q->maybe_work, seq_cst) != 0;
 }
+
+/* Whether items wait in `q`: exact where cq__inject_maybe_work is only a hint (a take that
+ * stopped at its batch limit leaves the hint set even when it took the last item). Takes the
+ * queue's lock briefly; true if a consumer holds it (it may be taking what is left). */
+CQ_INTERNAL bool cq__inject_has_items(struct cq__inject *q);
 
 /* Thread exit: the thread's chunks are handed to the consumers (or freed). */
 CQ_INTERNAL void cq__inject_thread_exit(void);

@@ -8,6 +8,7 @@
 #include "scheduler/pool_internal.h"
 
 #include <pthread.h>
+#include <sched.h>
 
 #include "platform/parker_internal.h"
 #include "scheduler/task_internal.h"
@@ -43,8 +44,10 @@ void cq__pool_park_thread(struct cq__thread *t)
 void cq__pool_park(struct cq__thread *t, struct cq__proc *p)
 {
     struct cq__band *b = &cq__pool.band[p->band];
+    int cpu = sched_getcpu();
     pthread_mutex_lock(&cq__pool.lock);
     p->idle = true;
+    p->park_cpu = cpu;
     p->next_idle = b->idle_parked;
     b->idle_parked = p;
     uint64_t dec = CQ__IDLE_UNPARKED_ONE + (t->searching ? CQ__IDLE_SEARCHING_ONE : 0);
@@ -76,7 +79,9 @@ void cq__pool_park(struct cq__thread *t, struct cq__proc *p)
     cq__thread_name_note(NULL); /* asleep under its own name */
     cq__pool_count(&p->n_parks);
     CQ_PROBE2(worker_park, p->index, p->band);
+    uint64_t parked_at = cq__now_ns();
     cq__pool_park_thread(t);
+    cq__tls.long_park = cq__now_ns() - parked_at > CQ__SPECULATIVE_PARK_NS;
     t->searching = t->wake_searching;
     t->wake_searching = false;
     struct cq__proc *now = t->proc; /* the proc we were woken with (ours: owner-only counts) */

@@ -130,8 +130,13 @@ struct cq__proc {
     /* protected by the pool lock */
     struct cq__thread *thread; /* the thread running (or parked with) this proc; NULL if none */
     struct cq__proc *next_idle;
+    int park_cpu; /* the CPU its thread was on when it last parked with it */
     bool idle;
 };
+
+/* A worker parked for longer than this before an item woke it does not wake a second searcher
+ * for a lone item (find.c, cq__pool_announce_backlog). */
+#define CQ__SPECULATIVE_PARK_NS 100000u
 
 enum cq__park_state { CQ__PARK_EMPTY = 0, CQ__PARK_PARKED = 1, CQ__PARK_NOTIFIED = 2 };
 

@@ -39,6 +39,8 @@ struct cq__tls {
     uint64_t named_ns;        /* thread naming: when the name last changed */
     uint8_t main_thread;      /* 0 unknown, 1 main thread, 2 other */
     uint8_t exit_hook;        /* thread-exit destructor installed */
+    bool long_park;           /* pool threads: woken from a park of over CQ__SPECULATIVE_PARK_NS,
+                                 until the next item has run (find.c, park.c, worker.c) */
 };
 
 extern __thread struct cq__tls cq__tls __attribute__((tls_model("initial-exec")));

@@ -152,6 +152,7 @@ static void worker_loop(struct cq__thread *t)
         if (cq__unlikely(cq__tls.thread != t)) {
             cq__fork_child_task_returned(); /* the task forked: this is the child */
         }
+        cq__tls.long_park = false;
     }
 }
 
