@@ -105,8 +105,14 @@ open class SQBlockOperation: SQOperation, @unchecked Sendable {
         }
         let group = SQGroup()
         let queue = SQQueue.global(qos: queueQoS ?? qualityOfService)
+        // Each block runs in the operation's context, as the first one does, wherever it
+        // runs: SQOperationQueue.current names the operation's queue in all of them.
+        // safety: the operation is alive until the group wait below returns.
+        let operation = Unmanaged<SQOperation>.passUnretained(self)
         for block in otherBlocks {
-            queue.async(group: group, execute: block)
+            queue.async(group: group) {
+                SQOperationContext.run(operation) { _ in block() }
+            }
         }
         first()
         group.wait()

@@ -111,7 +111,7 @@ extension SQOperation {
         }
         deliverer?.deliver()
         if let completion {
-            completion()
+            SQOperationContext.runCompletion(completion, of: self)
         }
         completion = nil
         if !dependents.isEmpty {

@@ -39,9 +39,12 @@ extension SQOperation {
         }
     }
 
-    /// Stores a new priority and, if the operation waits in a ready list, moves it there.
+    /// Stores a new priority and, if the operation waits in a ready list, moves it there (to
+    /// the back of that list). Setting the priority it has already changes nothing, as in
+    /// Foundation: the operation keeps its place.
     internal func setQueuePriority(_ priority: QueuePriority) {
-        priorityStorage.store(Int8(priority.rawValue), ordering: .relaxed)
+        let new = Int8(priority.rawValue)
+        guard priorityStorage.exchange(new, ordering: .relaxed) != new else { return }
         let queue = state.withLock { $0.queueReference() }
         queue?.operationPriorityChanged(self)
     }

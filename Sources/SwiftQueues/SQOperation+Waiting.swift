@@ -1,6 +1,13 @@
 extension SQOperation {
     /// The default ``waitUntilFinished()``.
     internal func waitUntilFinishedDefault() {
+        if waitState.load(ordering: .acquiring) & SQOperationFlags.released != 0
+            || SQOperationContext.isRunningCompletion(of: self)
+        {
+            // Finished; or finishing, from its own completion block: Foundation returns then
+            // too (the block runs once the operation is finished).
+            return
+        }
         if SQOperationContext.current?.pointee.operation === self {
             sqOperationMisuse(
                 "SQOperation.waitUntilFinished(): \(self) waits for itself from inside its own "

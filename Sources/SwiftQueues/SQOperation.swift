@@ -442,7 +442,8 @@ open class SQOperation: @unchecked Sendable, CustomStringConvertible {
     // MARK: - Waiting
 
     /// Waits until the operation has finished and its completion block has run; returns at
-    /// once if it has.
+    /// once if it has, and when called from the operation's own completion block (the
+    /// operation is finished by then, as in Foundation).
     ///
     /// Blocks (a pool thread that waits hands its CPU to a spare thread). Calling it from the
     /// operation's own ``main()`` would wait for ever: that stops the process with a message.

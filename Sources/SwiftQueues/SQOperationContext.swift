@@ -37,6 +37,30 @@ internal struct SQOperationContext {
         return key
     }()
 
+    /// The thread-specific key naming the operation whose completion block the calling thread
+    /// runs (created once, never deleted).
+    private static let completionKey: pthread_key_t = {
+        var key = pthread_key_t()
+        let status = pthread_key_create(&key, nil)
+        precondition(status == 0, "SQOperation: pthread_key_create failed (\(status))")
+        return key
+    }()
+
+    /// Runs `operation`'s completion block, naming the operation as the one whose completion
+    /// block this thread runs (see ``isRunningCompletion(of:)``).
+    static func runCompletion(_ completion: () -> Void, of operation: SQOperation) {
+        let previous = pthread_getspecific(completionKey)
+        _ = pthread_setspecific(completionKey, Unmanaged.passUnretained(operation).toOpaque())
+        completion()
+        _ = pthread_setspecific(completionKey, previous)
+    }
+
+    /// Whether the calling thread runs `operation`'s completion block: the operation has
+    /// finished, and waiting for it there must return at once (its finish waits for the block).
+    static func isRunningCompletion(of operation: SQOperation) -> Bool {
+        pthread_getspecific(completionKey) == Unmanaged.passUnretained(operation).toOpaque()
+    }
+
     /// The context of the calling thread, if a queue is starting or running an operation on it.
     static var current: UnsafeMutablePointer<SQOperationContext>? {
         pthread_getspecific(key)?.assumingMemoryBound(to: SQOperationContext.self)
