@@ -125,7 +125,10 @@ public struct SQData: Sendable {
     }
 
     /// The data from `range.lowerBound` to `range.upperBound`, sharing the regions (no bytes
-    /// copied; one C allocation). The range must lie within `0...count`.
+    /// copied; one C allocation). The range must lie within `0...count`: a range outside it
+    /// stops the process with a message, as a `Data` or `Array` does, where `DispatchData`
+    /// silently clamps it to the bytes that exist (the C core's `cq_data_create_subrange`
+    /// clamps, as libdispatch's does).
     /// Dispatch: `DispatchData.subdata(in:)`.
     public func subdata(in range: Range<Int>) -> SQData {
         precondition(

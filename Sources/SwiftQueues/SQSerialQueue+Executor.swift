@@ -11,9 +11,11 @@ extension SQSerialQueue: SerialExecutor {
 
     /// Stops the process with a message naming the queue unless the caller runs on this queue:
     /// in a work item or job of it, of a queue that targets it, or inside a `sync` onto it (the
-    /// C core's `cq_assert_queue`). The Swift runtime calls it when code claims to be isolated to
-    /// an actor on this queue (`assumeIsolated`, `preconditionIsolated`) from outside a task that
-    /// the runtime saw start on it, such as a plain `queue.async` closure.
+    /// C core's `cq_assert_queue`). The Swift runtime asks ``isIsolatingCurrentContext()``
+    /// first when code claims to be isolated to an actor on this queue (`assumeIsolated`,
+    /// `preconditionIsolated`) from outside a task that it saw start on it, such as a plain
+    /// `queue.async` closure, and reports a failure with its own message (naming the actor);
+    /// runtimes without that call come here.
     ///
     /// Reads only the calling thread's state: thread-safe, lock-free, never blocks.
     public func checkIsolated() {
