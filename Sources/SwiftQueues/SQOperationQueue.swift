@@ -101,12 +101,19 @@ open class SQOperationQueue: @unchecked Sendable, CustomStringConvertible {
         }
     }
 
-    /// Adds an ``SQBlockOperation`` running `block`.
+    /// Adds an ``SQBlockOperation`` running `block`. In a subclass, through
+    /// ``addOperation(_:)-(SQOperation)`` (so an override of it sees the operation).
     ///
     /// One allocation for the operation (plus the closure's context, if it captures) and the
     /// C core's task. Thread-safe; never blocks.
     /// Foundation: `OperationQueue.addOperation(_:)` with a closure.
     open func addOperation(_ block: @escaping @Sendable () -> Void) {
+        guard type(of: self) == SQOperationQueue.self else {
+            // A subclass may override addOperation(_: SQOperation): the block's operation goes
+            // through it, as in Foundation.
+            addOperation(SQBlockOperation(block: block) as SQOperation)
+            return
+        }
         enqueueClaimed(SQBlockOperation(block: block, claimedBy: Unmanaged.passUnretained(self)))
     }
 

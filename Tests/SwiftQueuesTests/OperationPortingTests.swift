@@ -77,4 +77,23 @@ import Testing
         #expect(seen.values.count == 20)
         #expect(seen.values.allSatisfy { $0 })
     }
+
+    /// A subclass that overrides `addOperation(_: SQOperation)` sees the operations that
+    /// `addOperation(_:)` with a closure makes, as in Foundation (they bypassed it).
+    @Test func testClosureAdditionGoesThroughTheOverride() {
+        final class CountingQueue: SQOperationQueue, @unchecked Sendable {
+            let added = Counter()
+            override func addOperation(_ operation: SQOperation) {
+                _ = added.add()
+                super.addOperation(operation)
+            }
+        }
+        let queue = CountingQueue()
+        let ran = Counter()
+        queue.addOperation(SQBlockOperation { _ = ran.add() })
+        queue.addOperation { _ = ran.add() }
+        #expect(empties(queue))
+        #expect(queue.added.value == 2)
+        #expect(ran.value == 2)
+    }
 }
