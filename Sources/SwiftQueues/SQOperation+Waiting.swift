@@ -17,6 +17,19 @@ extension SQOperation {
             return
         }
         let semaphore = SQSemaphore(value: 0)
+        // From a completion block: waiting for a dependent of its operation would wait for
+        // ever (dependents are released after the block returns).
+        if let finishing = SQOperationContext.operationRunningCompletion(),
+            state.withLock({ state in
+                finishing._withUnsafeGuaranteedRef { state.dependencies.contains($0) }
+            })
+        {
+            sqOperationMisuse(
+                "SQOperation.waitUntilFinished(): \(self) depends on "
+                    + "\(finishing.takeUnretainedValue()), from whose completion block it is "
+                    + "called; dependents start after that block returns, so this would wait "
+                    + "for ever (start work from a completion block; don't wait for it)")
+        }
         let mustWait = state.withLock { state in
             if !registerWaiter() {
                 return false

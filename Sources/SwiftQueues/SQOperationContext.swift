@@ -55,6 +55,12 @@ internal struct SQOperationContext {
         _ = pthread_setspecific(completionKey, previous)
     }
 
+    /// The operation whose completion block the calling thread runs, if any (unowned: alive
+    /// while its block runs).
+    static func operationRunningCompletion() -> Unmanaged<SQOperation>? {
+        pthread_getspecific(completionKey).map { Unmanaged<SQOperation>.fromOpaque($0) }
+    }
+
     /// Whether the calling thread runs `operation`'s completion block: the operation has
     /// finished, and waiting for it there must return at once (its finish waits for the block).
     static func isRunningCompletion(of operation: SQOperation) -> Bool {

@@ -19,6 +19,26 @@ final class SelfWaitingOperation: SQOperation, @unchecked Sendable {
         String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
     }
 
+    /// A completion block that waits for a dependent of its operation would wait for ever:
+    /// the dependents start after the block returns. It stops with a message instead.
+    @Test func testCompletionBlockWaitingForADependent() async {
+        let result = await #expect(
+            processExitsWith: .failure, observing: [\.standardErrorContent]
+        ) {
+            let queue = SQOperationQueue()
+            let first = SQBlockOperation {}
+            first.name = "first"
+            let second = SQBlockOperation {}
+            second.name = "second"
+            second.addDependency(first)
+            first.completionBlock = { second.waitUntilFinished() }
+            queue.addOperations([first, second], waitUntilFinished: true)
+        }
+        #expect(Self.message(result).contains(
+            "SQOperation.waitUntilFinished(): <SQBlockOperation \"second\"> depends on "
+                + "<SQBlockOperation \"first\">, from whose completion block it is called"))
+    }
+
     @Test func testAddingTwiceToTheSameQueue() async {
         let result = await #expect(
             processExitsWith: .failure, observing: [\.standardErrorContent]
