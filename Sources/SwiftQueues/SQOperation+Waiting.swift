@@ -19,16 +19,8 @@ extension SQOperation {
         let semaphore = SQSemaphore(value: 0)
         // From a completion block: waiting for a dependent of its operation would wait for
         // ever (dependents are released after the block returns).
-        if let finishing = SQOperationContext.operationRunningCompletion(),
-            state.withLock({ state in
-                finishing._withUnsafeGuaranteedRef { state.dependencies.contains($0) }
-            })
-        {
-            sqOperationMisuse(
-                "SQOperation.waitUntilFinished(): \(self) depends on "
-                    + "\(finishing.takeUnretainedValue()), from whose completion block it is "
-                    + "called; dependents start after that block returns, so this would wait "
-                    + "for ever (start work from a completion block; don't wait for it)")
+        if let finishing = SQOperationContext.operationRunningCompletion() {
+            checkWaitFromCompletionBlock(of: finishing)
         }
         let mustWait = state.withLock { state in
             if !registerWaiter() {
@@ -74,5 +66,40 @@ extension SQOperation {
             SQOperationFlags.hasWaiters, ordering: .sequentiallyConsistent
         ).oldValue
         return old & SQOperationFlags.released == 0
+    }
+}
+
+extension SQOperation {
+    /// Called by ``waitUntilFinished()`` on this operation from the completion block of
+    /// `finishing` (another operation): stops the process if the wait could never end. The
+    /// completion block holds back `finishing`'s dependents and, in a queue, its slot: this
+    /// operation cannot start while it depends on `finishing`, nor when both are in a queue of
+    /// width 1 and this one has not started.
+    fileprivate func checkWaitFromCompletionBlock(of finishing: Unmanaged<SQOperation>) {
+        let (dependent, queue, pending) = state.withLock { state in
+            (
+                finishing._withUnsafeGuaranteedRef { state.dependencies.contains($0) },
+                state.queueReference(), state.phase == .pending
+            )
+        }
+        let problem: String
+        if dependent {
+            problem = "depends on it; dependents start after that block returns"
+        } else if let queue, pending,
+            let context = SQOperationContext.current,
+            context.pointee.operation === finishing.takeUnretainedValue(),
+            context.pointee.finishingQueue?.takeUnretainedValue() === queue,
+            queue.maxConcurrentOperationCount == 1
+        {
+            problem =
+                "waits in the same queue of width 1, whose slot that operation holds until the "
+                + "block returns"
+        } else {
+            return
+        }
+        sqOperationMisuse(
+            "SQOperation.waitUntilFinished(): \(self) is waited for from the completion block of "
+                + "\(finishing.takeUnretainedValue()), and \(problem): this would wait for ever "
+                + "(start work from a completion block; don't wait for it)")
     }
 }

@@ -35,8 +35,33 @@ final class SelfWaitingOperation: SQOperation, @unchecked Sendable {
             queue.addOperations([first, second], waitUntilFinished: true)
         }
         #expect(Self.message(result).contains(
-            "SQOperation.waitUntilFinished(): <SQBlockOperation \"second\"> depends on "
-                + "<SQBlockOperation \"first\">, from whose completion block it is called"))
+            "SQOperation.waitUntilFinished(): <SQBlockOperation \"second\"> is waited for from "
+                + "the completion block of <SQBlockOperation \"first\">, and depends on it"))
+    }
+
+    /// The same for the next operation of a width-1 queue: the finishing one holds the slot.
+    @Test func testCompletionBlockWaitingForTheNextOperationOfAWidthOneQueue() async {
+        let result = await #expect(
+            processExitsWith: .failure, observing: [\.standardErrorContent]
+        ) {
+            let queue = SQOperationQueue()
+            queue.maxConcurrentOperationCount = 1
+            let first = SQBlockOperation {}
+            first.name = "first"
+            let second = SQBlockOperation {}
+            second.name = "second"
+            first.completionBlock = { second.waitUntilFinished() }
+            // Both in the queue before the first runs (the check can only see a queue that
+            // holds the operation).
+            queue.isSuspended = true
+            queue.addOperations([first, second], waitUntilFinished: false)
+            queue.isSuspended = false
+            queue.waitUntilAllOperationsAreFinished()
+        }
+        #expect(Self.message(result).contains(
+            "SQOperation.waitUntilFinished(): <SQBlockOperation \"second\"> is waited for from "
+                + "the completion block of <SQBlockOperation \"first\">, and waits in the same "
+                + "queue of width 1"))
     }
 
     @Test func testAddingTwiceToTheSameQueue() async {
