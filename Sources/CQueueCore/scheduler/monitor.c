@@ -61,7 +61,8 @@ struct start_req {
 
 static pthread_mutex_t starts_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct start_req *starts;    /* under starts_lock */
-static _Atomic bool thread_running; /* the monitor's thread runs */
+static _Atomic bool thread_running; /* the monitor's thread exists (it may not have run yet:
+                                       requests wait for it; test_thread_nice.c under load) */
 static __thread bool on_monitor;    /* the calling thread is the monitor's */
 
 static int start_delegate(pthread_t *thread, void *(*fn)(void *), void *arg)
@@ -252,7 +253,12 @@ static void start_thread(void)
         cq__report_once(&reported, "cannot start the monitor thread: stuck workers are not "
                                    "compensated until it can start");
         cq__store(&missing, true, relaxed); /* the next kick tries again */
+        return;
     }
+    /* From here on a start request waits for the monitor even before its thread first runs
+     * (the request's kick is seen when it does): starting the thread itself instead, a
+     * background worker gave it its own nice value, 19 (the reactor, on a loaded machine). */
+    cq__store(&thread_running, true, release);
 }
 
 void cq__monitor_start(void)
