@@ -537,6 +537,46 @@ static void test_no_finalizer_without_context(void)
 
 /* ---- global queues -------------------------------------------------------------------------- */
 
+/* Work submitted straight to a global queue runs on it: the current label is the queue's, the
+ * queue is the current one, and dispatch_assert_queue holds (it used to abort: "running on no
+ * queue"). */
+struct on_global {
+    dispatch_queue_t queue;
+    const char *label;
+    dispatch_queue_t current;
+    dispatch_group_t group; /* for the dispatch_after_f run */
+};
+
+static void look_on_global(void *context)
+{
+    struct on_global *g = (struct on_global *)context;
+    dispatch_assert_queue(g->queue);
+    g->label = dispatch_queue_get_label(DISPATCH_CURRENT_QUEUE_LABEL);
+    g->current = dispatch_get_current_queue();
+    if (g->group != NULL) {
+        dispatch_group_leave(g->group);
+    }
+}
+
+static void check_work_on_global(dispatch_queue_t queue)
+{
+    struct on_global by_async, by_after;
+    dispatch_group_t g = dispatch_group_create();
+    memset(&by_async, 0, sizeof by_async);
+    memset(&by_after, 0, sizeof by_after);
+    by_async.queue = by_after.queue = queue;
+    by_after.group = g;
+    dispatch_group_async_f(g, queue, &by_async, look_on_global);
+    dispatch_group_enter(g);
+    dispatch_after_f(dispatch_time(DISPATCH_TIME_NOW, 1000000), queue, &by_after, look_on_global);
+    WAIT_GROUP(g);
+    CHECK(by_async.label != NULL && strcmp(by_async.label, dispatch_queue_get_label(queue)) == 0);
+    CHECK(by_after.label != NULL && strcmp(by_after.label, dispatch_queue_get_label(queue)) == 0);
+    CHECK(by_async.current == queue);
+    CHECK(by_after.current == queue);
+    dispatch_release(g);
+}
+
 static void test_global_queues(void)
 {
     dispatch_queue_t high = dispatch_get_global_queue(DISPATCH_QUEUE_PRIORITY_HIGH, 0);
@@ -558,6 +598,10 @@ static void test_global_queues(void)
     dispatch_release(def);
     check_concurrent(low);
     check_concurrent(bg);
+    check_work_on_global(high);
+    check_work_on_global(def);
+    check_work_on_global(low);
+    check_work_on_global(bg);
 }
 
 int main(void)

@@ -685,6 +685,9 @@ __attribute__((constructor)) static void queue_register_owner_done(void)
 {
     cq__item_owner_done_register(cq__queue_release_width);
     cq__item_label_register(label_of);
+    struct cq_queue_s *const roots[4] = {&cq__root_queues[0], &cq__root_queues[1],
+                                         &cq__root_queues[2], &cq__root_queues[3]};
+    cq__item_roots_register(roots);
 }
 
 CQ__FORK_REGISTER(queue, CQ__FORK_RANK_QUEUE, NULL, NULL, cq__queue_fork_child)

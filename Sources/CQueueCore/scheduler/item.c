@@ -17,6 +17,15 @@ void cq__item_kind_register(enum cq__item_kind kind, cq__item_run_fn run)
     kind_run[kind] = run;
 }
 
+static struct cq_queue_s *roots[4];
+
+void cq__item_roots_register(struct cq_queue_s *const r[4])
+{
+    for (unsigned i = 0; i < 4; i++) {
+        roots[i] = r[i];
+    }
+}
+
 void cq__item_owner_done_register(void (*done)(struct cq_queue_s *owner))
 {
     owner_done = done;
@@ -79,11 +88,19 @@ void cq__item_invoke(struct cq__item *it)
     }
     struct cq_queue_s *owner = it->owner;
     struct cq__frame f;
+    bool root = false;
     if (owner) {
         /* The width is ours to release now. A queue's embedded item is pushed again later,
          * maybe to another target: it must not carry this owner along. */
         it->owner = NULL;
         cq__frame_push(&f, owner, false);
+    } else if (kind_is_work[kind] && cq__tls.frame == NULL && roots[0] != NULL) {
+        /* Work submitted straight to a global queue runs on it, as in libdispatch: its label
+         * is the current one, cq_assert_queue(global) holds (and cq_assert_queue_not fails).
+         * (Work of a serial queue runs inside its drain's frame; a concurrent queue's work has
+         * its owner; a worker that helps while it waits clears its frame first.) */
+        cq__frame_push(&f, roots[cq__load(&it->prio, relaxed) & 3u], false);
+        root = true;
     }
     /* task_finish shares task_start's semaphore (probes.c): one test for both */
     if (CQ_PROBE_ENABLED(task_start)) {
@@ -94,5 +111,7 @@ void cq__item_invoke(struct cq__item *it)
     if (owner) {
         cq__frame_pop(&f);
         owner_done(owner);
+    } else if (root) {
+        cq__frame_pop(&f);
     }
 }

@@ -103,6 +103,9 @@ CQ_INLINE void *cq__task_context(struct cq__task *t, uint64_t stack[CQ__TASK_INL
  */
 typedef void (*cq__item_run_fn)(struct cq__item *it);
 CQ_INTERNAL void cq__item_kind_register(enum cq__item_kind kind, cq__item_run_fn run);
+/* The queue layer: the global queues, by priority index (items submitted straight to one
+ * run with a frame naming it, as if it were their owner). */
+CQ_INTERNAL void cq__item_roots_register(struct cq_queue_s *const roots[4]);
 /* The queue layer: what ends an item that held a concurrent queue's width. */
 CQ_INTERNAL void cq__item_owner_done_register(void (*done)(struct cq_queue_s *owner));
 CQ_INTERNAL void cq__item_invoke(struct cq__item *it);
