@@ -743,6 +743,29 @@ static void bad_environment(void *arg)
     CHECK_EQ(info.thread_limit, info.workers * 16 > 128 ? info.workers * 16 : 128);
 }
 
+const char *cq__io_file_engine(void); /* io/uring.c: chooses the file engine on first use */
+
+/* Knobs that are words: a value they do not know is reported and ignored; a number past the
+ * limit is clamped. They were taken silently (CQ_THREAD_NAMES=abc renamed at every drain, the
+ * most expensive setting; CQ_IO_URING=off left io_uring on). */
+static void bad_environment_words(void *arg)
+{
+    (void)arg;
+    setenv("CQ_THREAD_NAMES", "abc", 1);
+    setenv("CQ_IO_URING", "off", 1);
+    struct cq_runtime_info info;
+    cq_runtime_get_info(&info);
+    CHECK(cq__io_file_engine() != NULL);
+}
+
+static void thread_names_huge(void *arg)
+{
+    (void)arg;
+    setenv("CQ_THREAD_NAMES", "200000", 1);
+    struct cq_runtime_info info;
+    cq_runtime_get_info(&info);
+}
+
 static void count_one(void *ctx)
 {
     atomic_fetch_add((atomic_long *)ctx, 1);
@@ -1200,6 +1223,22 @@ static void test_reports(void)
         {"CQueueCore: ignoring CQ_THREAD_LIMIT=0 (expected a positive number)\n", 1},
         {NULL, 0}};
     expect_report("bad-environment", bad_environment, NULL, env);
+
+    static const struct expected_line words[] = {
+        {"CQueueCore: ignoring CQ_THREAD_NAMES=abc (expected 0, 1, or a number of milliseconds "
+         "up to 99999)\n",
+         1},
+        {"CQueueCore: ignoring CQ_IO_URING=off (expected 0 to read and write files with a "
+         "thread pool, or 1)\n",
+         1},
+        {NULL, 0}};
+    expect_report("bad-environment-words", bad_environment_words, NULL, words);
+    static const struct expected_line names[] = {
+        {"CQueueCore: CQ_THREAD_NAMES=200000 is more than 99999, the most the runtime supports: "
+         "using 99999\n",
+         1},
+        {NULL, 0}};
+    expect_report("thread-names-huge", thread_names_huge, NULL, names);
 
     static const char *const many_workers[] = {"300", "1000000", "128", "32768"};
     static const struct expected_line many[] = {

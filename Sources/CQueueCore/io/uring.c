@@ -123,6 +123,11 @@ static void engine_choose(void)
         use_uring = false;
         return;
     }
+    if (env && *env && strcmp(env, "1") != 0) {
+        cq__report("ignoring CQ_IO_URING=%s (expected 0 to read and write files with a thread "
+                   "pool, or 1)",
+                   env);
+    }
     use_uring = ring_setup();
 }
 

@@ -174,6 +174,7 @@ static void pool_init(void)
     uint32_t min_limit = 2 * workers + CQ__EXPRESS_PROCS;
     cq__pool.thread_limit =
         cq__env_u32_clamped("CQ_THREAD_LIMIT", dflt_limit, min_limit, CQ__THREAD_LIMIT_MAX);
+    cq__thread_naming_from_env();
     for (uint32_t i = 0; i < CQ__PRIO_COUNT; i++) {
         cq__inject_init(&cq__pool.inject[i]);
     }

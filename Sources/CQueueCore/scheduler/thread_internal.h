@@ -72,6 +72,9 @@ CQ_INTERNAL bool cq__is_main_thread(void);
  * the thread's own name).
  */
 CQ_INTERNAL extern _Atomic uint32_t cq__thread_naming_ms;
+/* CQ_THREAD_NAMES, read when the pool starts (unless cq_runtime_set_thread_naming was called
+ * before): a value out of range is clamped, one that is not a number ignored, with a report. */
+CQ_INTERNAL void cq__thread_naming_from_env(void);
 CQ_INTERNAL void cq__thread_name_slow(const char *label);
 CQ_INLINE void cq__thread_name_note(const char *label)
 {

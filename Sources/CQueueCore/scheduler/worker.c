@@ -62,19 +62,39 @@ void cq__thread_name_slow(const char *label)
     }
 }
 
+static _Atomic bool naming_by_call; /* cq_runtime_set_thread_naming was called: the
+                                        environment no longer counts */
+
 void cq_runtime_set_thread_naming(bool on)
 {
+    cq__store(&naming_by_call, true, relaxed);
     cq__store(&cq__thread_naming_ms, on ? 1u : 0u, relaxed);
 }
 
-__attribute__((constructor)) static void thread_naming_init(void)
+#define THREAD_NAMES_MAX_MS 99999L
+
+void cq__thread_naming_from_env(void)
 {
     const char *v = getenv("CQ_THREAD_NAMES");
-    if (v && *v && strcmp(v, "0") != 0) {
-        /* "1" (or any word): every drain; a number N > 1: one rename per N ms at most */
-        long ms = strtol(v, NULL, 10);
-        cq__store(&cq__thread_naming_ms, ms > 1 && ms < 100000 ? (uint32_t)ms + 1 : 1u, relaxed);
+    if (v == NULL || *v == '\0' || cq__load(&naming_by_call, relaxed)) {
+        return;
     }
+    /* 0: off; 1: every drain; N > 1: one rename to a label per N ms at most */
+    char *end;
+    errno = 0;
+    long ms = strtol(v, &end, 10);
+    if (*end != '\0' || ms < 0 || errno == ERANGE) {
+        cq__report("ignoring CQ_THREAD_NAMES=%s (expected 0, 1, or a number of milliseconds up "
+                   "to %ld)",
+                   v, THREAD_NAMES_MAX_MS);
+        return;
+    }
+    if (ms > THREAD_NAMES_MAX_MS) {
+        cq__report("CQ_THREAD_NAMES=%s is more than %ld, the most the runtime supports: using %ld",
+                   v, THREAD_NAMES_MAX_MS, THREAD_NAMES_MAX_MS);
+        ms = THREAD_NAMES_MAX_MS;
+    }
+    cq__store(&cq__thread_naming_ms, ms > 1 ? (uint32_t)ms + 1 : (uint32_t)ms, relaxed);
 }
 
 /*

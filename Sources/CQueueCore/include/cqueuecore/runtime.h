@@ -69,9 +69,10 @@ CQ_EXPORT size_t cq_runtime_get_counters(struct cq_runtime_counters *out, size_t
  *   /proc/PID/task/TID/comm show which queue runs. Each change is one prctl() (a microsecond
  *   or two): free while a worker stays on one queue, up to two per task when every task is a
  *   drain of its own on alternating queues; off, the cost is a load per task. Off by default; the
- *   environment variable CQ_THREAD_NAMES=1 turns it on at start, and CQ_THREAD_NAMES=N (N > 1)
- *   renames a thread after a label at most once per N ms (cheaper, but drains that come sooner
- *   run under the thread's own name: a sample, not a full account). Thread-safe.
+ *   environment variable CQ_THREAD_NAMES=1 turns it on when the pool starts (unless this was
+ *   called before), and CQ_THREAD_NAMES=N (1 < N <= 99999) renames a thread after a label at
+ *   most once per N ms (cheaper, but drains that come sooner run under the thread's own name:
+ *   a sample, not a full account); other values are reported (docs/misuse.md). Thread-safe.
  */
 CQ_EXPORT void cq_runtime_set_thread_naming(bool on);
 
