@@ -257,7 +257,8 @@ static void start_thread(void)
     }
     /* From here on a start request waits for the monitor even before its thread first runs
      * (the request's kick is seen when it does): starting the thread itself instead, a
-     * background worker gave it its own nice value, 19 (the reactor, on a loaded machine). */
+     * background worker gave it its own nice value, 19 (the reactor, on a loaded machine).
+     * release: pairs with start_delegate's acquire load */
     cq__store(&thread_running, true, release);
 }
 
