@@ -247,6 +247,13 @@ static void over_resume(void *arg)
     cq_resume(q);
 }
 
+static void resume_two_line_label(void *arg)
+{
+    (void)arg;
+    cq_queue_t q = cq_queue_create("line1\nline2\tend", NULL);
+    cq_resume(q); /* the message names the queue on one line */
+}
+
 static void resume_inactive_queue(void *arg)
 {
     (void)arg;
@@ -1048,6 +1055,9 @@ static void test_suspension(void)
                  ") is not suspended (resumed more often than suspended)");
     EXPECT_ABORT("source-over-resume", source_over_resume, "CQueueCore: cq_resume: source 0x",
                  " is not suspended (resumed more often than suspended)");
+    EXPECT_ABORT("resume-two-line-label", resume_two_line_label,
+                 "CQueueCore: cq_resume: queue \"line1\\nline2\\tend\" (0x",
+                 ") is not suspended (resumed more often than suspended)");
     EXPECT_ABORT("resume-inactive-queue", resume_inactive_queue,
                  "CQueueCore: cq_resume: queue \"never-activated\" (0x",
                  ") is inactive and not suspended: activate it with cq_activate "

@@ -53,6 +53,25 @@ bool cq__report_once(atomic_bool *flag, const char *fmt, ...)
     return true;
 }
 
+/* `label` with its control characters escaped (\n, \t, \xHH), so that a message stays one
+ * line; cut to fit `size`. */
+static const char *escape_label(const char *label, char *out, size_t size)
+{
+    size_t n = 0;
+    for (const unsigned char *c = (const unsigned char *)label; *c && n + 5 < size; c++) {
+        if (*c == '\n' || *c == '\t') {
+            out[n++] = '\\';
+            out[n++] = *c == '\n' ? 'n' : 't';
+        } else if (*c < 0x20 || *c == 0x7f) {
+            n += (size_t)snprintf(out + n, size - n, "\\x%02x", *c);
+        } else {
+            out[n++] = (char)*c;
+        }
+    }
+    out[n] = '\0';
+    return out;
+}
+
 const char *cq__describe(const void *object, char *buf, unsigned long size)
 {
     const struct cq__object *o = object;
@@ -61,7 +80,9 @@ const char *cq__describe(const void *object, char *buf, unsigned long size)
     } else if (!cq__class_is_known(o->cls)) {
         snprintf(buf, size, "object %p", object);
     } else if (o->cls->label) { /* a queue: its label */
-        snprintf(buf, size, "%s \"%s\" (%p)", o->cls->name, o->cls->label(o), object);
+        char label[128];
+        snprintf(buf, size, "%s \"%s\" (%p)", o->cls->name,
+                 escape_label(o->cls->label(o), label, sizeof label), object);
     } else {
         snprintf(buf, size, "%s %p", o->cls->name, object);
     }
