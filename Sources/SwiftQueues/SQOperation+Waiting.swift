@@ -1,8 +1,9 @@
 extension SQOperation {
     /// The default ``waitUntilFinished()``.
     internal func waitUntilFinishedDefault() {
+        let finishing = SQOperationContext.operationRunningCompletion()
         if waitState.load(ordering: .acquiring) & SQOperationFlags.released != 0
-            || SQOperationContext.isRunningCompletion(of: self)
+            || finishing?.toOpaque() == Unmanaged.passUnretained(self).toOpaque()
         {
             // Finished; or finishing, from its own completion block: Foundation returns then
             // too (the block runs once the operation is finished).
@@ -13,15 +14,11 @@ extension SQOperation {
                 "SQOperation.waitUntilFinished(): \(self) waits for itself from inside its own "
                     + "start(); that would wait for ever")
         }
-        if waitState.load(ordering: .acquiring) & SQOperationFlags.released != 0 {
-            return
-        }
-        let semaphore = SQSemaphore(value: 0)
-        // From a completion block: waiting for a dependent of its operation would wait for
-        // ever (dependents are released after the block returns).
-        if let finishing = SQOperationContext.operationRunningCompletion() {
+        // From another operation's completion block: some waits could never end.
+        if let finishing {
             checkWaitFromCompletionBlock(of: finishing)
         }
+        let semaphore = SQSemaphore(value: 0)
         let mustWait = state.withLock { state in
             if !registerWaiter() {
                 return false

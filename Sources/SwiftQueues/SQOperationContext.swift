@@ -47,7 +47,8 @@ internal struct SQOperationContext {
     }()
 
     /// Runs `operation`'s completion block, naming the operation as the one whose completion
-    /// block this thread runs (see ``isRunningCompletion(of:)``).
+    /// block this thread runs (see ``operationRunningCompletion()``): waiting for it there must
+    /// return at once, its finish waits for the block.
     static func runCompletion(_ completion: () -> Void, of operation: SQOperation) {
         let previous = pthread_getspecific(completionKey)
         _ = pthread_setspecific(completionKey, Unmanaged.passUnretained(operation).toOpaque())
@@ -59,12 +60,6 @@ internal struct SQOperationContext {
     /// while its block runs).
     static func operationRunningCompletion() -> Unmanaged<SQOperation>? {
         pthread_getspecific(completionKey).map { Unmanaged<SQOperation>.fromOpaque($0) }
-    }
-
-    /// Whether the calling thread runs `operation`'s completion block: the operation has
-    /// finished, and waiting for it there must return at once (its finish waits for the block).
-    static func isRunningCompletion(of operation: SQOperation) -> Bool {
-        pthread_getspecific(completionKey) == Unmanaged.passUnretained(operation).toOpaque()
     }
 
     /// The context of the calling thread, if a queue is starting or running an operation on it.
