@@ -5,7 +5,7 @@ extension SQQueue {
     /// once.
     ///
     /// The work never starts before the deadline; it may start up to a tenth of the delay
-    /// (at most 25 µs) after it, so that timers due close together share a wake-up, plus the
+    /// (at most 10 µs) after it, so that timers due close together share a wake-up, plus the
     /// time the queue needs to reach it. Work due at the same time is submitted in the order
     /// of the calls. With ``SQWorkItemFlags/barrier`` it runs as a barrier (through a work
     /// item and a hop via a global queue: the C core's timer submits plain work). `qos` and

@@ -11,7 +11,7 @@
 
 #include "platform/atomic_internal.h"
 
-#define AFTER_LEEWAY_MAX_NS 25000
+#define AFTER_LEEWAY_MAX_NS 10000
 #define WINDOW_SCAN_MAX 64u
 enum { MONO = 0, WALL = 1 };
 

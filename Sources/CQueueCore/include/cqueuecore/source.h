@@ -156,7 +156,7 @@ CQ_EXPORT void cq_source_set_timer(cq_source_t source, cq_time_t start, uint64_t
 /*
  * cq_after_f
  *   Submits `function(context)` to `queue` at `when` (a one-shot timer; CQ_TIME_NOW: at once).
- *   It may run up to a tenth of the delay late, at most 25 us, so that timers due close together
+ *   It may run up to a tenth of the delay late, at most 10 us, so that timers due close together
  *   share a wake-up. Never blocks. Functions due at the same time run in the order they were
  *   submitted.
  */
