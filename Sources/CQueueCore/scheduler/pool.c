@@ -305,12 +305,24 @@ bool cq__pool_add_extra_proc(unsigned band)
             break;
         }
     }
+    bool out_of_procs = false;
     if (p == NULL) {
-        p = n < CQ__MAX_PROCS ? proc_new(band, true) : NULL;
+        out_of_procs = n >= CQ__MAX_PROCS;
+        p = out_of_procs ? NULL : proc_new(band, true);
     }
     if (p == NULL) {
         cq__sub(&cq__pool.nthreads, 1, relaxed);
         pthread_mutex_unlock(&cq__pool.lock);
+        if (out_of_procs) {
+            cq__add(&cq__pool.limit_reached, 1, relaxed);
+            cq__report_once(&cq__pool.procs_reported,
+                            "%u run queues in use, the most there can be: a task that sleeps in "
+                            "the kernel gets no thread to take over its CPU any more (%u "
+                            "threads, %u tasks asleep in the kernel); new work waits until "
+                            "one returns.",
+                            CQ__MAX_PROCS, cq__load(&cq__pool.nthreads, relaxed),
+                            cq__load(&cq__pool.blocked_in_tasks, relaxed));
+        }
         return false;
     }
     cq__store(&p->retired, 0, relaxed);

@@ -35,11 +35,15 @@
 #include "scheduler/item_internal.h"
 #include "scheduler/runq_internal.h"
 
-#define CQ__MAX_PROCS 512u
-/* Workers per band at most: the normal and background bands take a quarter of the proc array
- * each, the rest is for the express band and the monitor's extra procs. CQ_WORKERS above this
- * is clamped to it. */
-#define CQ__MAX_WORKERS (CQ__MAX_PROCS / 4)
+/* Run queues at most: the bands' workers, the express proc, and one extra proc for every task
+ * the monitor finds asleep in the kernel (a thread that takes over its CPU needs one). The
+ * array holds pointers and procs are allocated as they are made, so a large bound costs
+ * nothing until used; with 512, tasks blocked in read() stopped getting threads at about 500
+ * whatever CQ_THREAD_LIMIT said (test_blocked_in_kernel.c). */
+#define CQ__MAX_PROCS 4096u
+/* Workers per band at most (the normal and the background band each have this many procs at
+ * most). CQ_WORKERS above this is clamped to it. */
+#define CQ__MAX_WORKERS 128u
 /* The most threads CQ_THREAD_LIMIT may ask for (each costs a stack and a kernel task). */
 #define CQ__THREAD_LIMIT_MAX 32768u
 #define CQ__INJECT_INTERVAL 61u /* look at the inject queues first every this many ticks */
@@ -207,6 +211,7 @@ struct cq__pool_state {
     _Atomic uint64_t monitor_spawns;
     _Atomic uint64_t express_wakeups;
     atomic_bool limit_reported;
+    atomic_bool procs_reported; /* the proc array's bound was reported */
 };
 
 CQ_INTERNAL extern struct cq__pool_state cq__pool;
