@@ -169,7 +169,10 @@ static void pool_init(void)
 {
     uint32_t workers = cq__usable_cpus(CQ__MAX_WORKERS);
     cq__pool.workers = workers;
-    uint32_t dflt_limit = workers * 16 > 128 ? workers * 16 : 128;
+    /* libdispatch's pool stops at 255 threads: a program that parks that many in waits there
+     * runs here too (test_default_thread_limit.c). */
+    uint32_t dflt_limit = workers * 16 > CQ__THREAD_LIMIT_DEFAULT_MIN ? workers * 16
+                                                                     : CQ__THREAD_LIMIT_DEFAULT_MIN;
     /* every band's base procs can run at once */
     uint32_t min_limit = 2 * workers + CQ__EXPRESS_PROCS;
     cq__pool.thread_limit =

@@ -44,6 +44,8 @@
 /* Workers per band at most (the normal and the background band each have this many procs at
  * most). CQ_WORKERS above this is clamped to it. */
 #define CQ__MAX_WORKERS 128u
+/* The default thread limit is the larger of this and 16 per worker. */
+#define CQ__THREAD_LIMIT_DEFAULT_MIN 255u
 /* The most threads CQ_THREAD_LIMIT may ask for (each costs a stack and a kernel task). */
 #define CQ__THREAD_LIMIT_MAX 32768u
 #define CQ__INJECT_INTERVAL 61u /* look at the inject queues first every this many ticks */
