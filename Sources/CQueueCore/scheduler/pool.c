@@ -171,8 +171,8 @@ static void pool_init(void)
     cq__pool.workers = workers;
     /* libdispatch's pool stops at 255 threads: a program that parks that many in waits there
      * runs here too (test_default_thread_limit.c). */
-    uint32_t dflt_limit = workers * 16 > CQ__THREAD_LIMIT_DEFAULT_MIN ? workers * 16
-                                                                     : CQ__THREAD_LIMIT_DEFAULT_MIN;
+    uint32_t dflt_limit =
+        workers * 16 > CQ__THREAD_LIMIT_DEFAULT_MIN ? workers * 16 : CQ__THREAD_LIMIT_DEFAULT_MIN;
     /* every band's base procs can run at once */
     uint32_t min_limit = 2 * workers + CQ__EXPRESS_PROCS;
     cq__pool.thread_limit =
