@@ -12,6 +12,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 /* Collects what a read (or write) handler sees. */
@@ -659,6 +660,99 @@ static void test_oneshots(void)
     cq_release(q);
 }
 
+/*
+ * Channels on a program's descriptors leave it room for its own: 100 pipes and a channel with a
+ * read pending on each read end, at a descriptor limit of 256, then 40 opens. The channels used
+ * to duplicate every descriptor until the table was full, and the opens failed (EMFILE); the
+ * channels must still read.
+ */
+#define FD_PIPES 100
+
+struct fd_room {
+    cq_semaphore_t sema, cleaned;
+    atomic_int bytes;
+};
+
+static void fd_room_cleanup(void *ctx, int error)
+{
+    struct fd_room *r = ctx;
+    CHECK_EQ(error, 0);
+    cq_semaphore_signal(r->cleaned);
+}
+
+static void fd_room_read(void *ctx, bool done, cq_data_t data, int error)
+{
+    struct fd_room *r = ctx;
+    if (data) {
+        atomic_fetch_add(&r->bytes, (int)cq_data_get_size(data));
+    }
+    if (done) {
+        CHECK_EQ(error, 0);
+        cq_semaphore_signal(r->sema);
+    }
+}
+
+static void test_channels_leave_descriptors(void)
+{
+    struct rlimit saved, rl;
+    REQUIRE(getrlimit(RLIMIT_NOFILE, &saved) == 0);
+    rl = saved;
+    rl.rlim_cur = 256;
+    if (saved.rlim_max < 256 || setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        fprintf(stderr, "   skipped: cannot set RLIMIT_NOFILE to 256\n");
+        return;
+    }
+    cq_queue_t q = serial();
+    struct fd_room room = {cq_semaphore_create(0), cq_semaphore_create(0), 0};
+    int p[FD_PIPES][2];
+    cq_io_t ch[FD_PIPES];
+    int made = 0;
+    for (; made < FD_PIPES; made++) {
+        if (pipe(p[made]) != 0) {
+            break;
+        }
+    }
+    CHECK_EQ(made, FD_PIPES);
+    for (int i = 0; i < made; i++) {
+        ch[i] = cq_io_create_f(CQ_IO_STREAM, p[i][0], q, &room, fd_room_cleanup);
+        REQUIRE(ch[i] != NULL);
+        cq_io_read_f(ch[i], 0, 1, q, &room, fd_room_read);
+    }
+    int opened[40], ok = 0;
+    for (int i = 0; i < 40; i++) {
+        opened[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        ok += opened[i] >= 0;
+    }
+    CHECK_EQ(ok, 40);
+    for (int i = 0; i < 40; i++) {
+        if (opened[i] >= 0) {
+            close(opened[i]);
+        }
+    }
+    for (int i = 0; i < made; i++) {
+        CHECK(write(p[i][1], "x", 1) == 1);
+    }
+    for (int i = 0; i < made; i++) {
+        WAIT_SEMA(room.sema);
+    }
+    CHECK_EQ(atomic_load(&room.bytes), made);
+    for (int i = 0; i < made; i++) {
+        cq_io_close(ch[i], 0);
+        cq_release(ch[i]);
+    }
+    for (int i = 0; i < made; i++) {
+        WAIT_SEMA(room.cleaned); /* the channels have let the descriptors go */
+    }
+    for (int i = 0; i < made; i++) {
+        close(p[i][0]);
+        close(p[i][1]);
+    }
+    cq_release(room.sema);
+    cq_release(room.cleaned);
+    cq_release(q);
+    CHECK(setrlimit(RLIMIT_NOFILE, &saved) == 0);
+}
+
 int main(void)
 {
     g_cleaned = cq_semaphore_create(0);
@@ -674,5 +768,6 @@ int main(void)
     RUN(test_write_to_closed_pipe);
     RUN(test_bad_descriptors);
     RUN(test_oneshots);
+    RUN(test_channels_leave_descriptors);
     TEST_MAIN_END();
 }

@@ -89,7 +89,9 @@ typedef void (*cq_io_data_function_t)(void *context, cq_data_t data, int error);
  *   flags), closed before the cleanup handler runs, so closing `fd` early, or its number being
  *   reused by another open, does not reach the channel's operations: they go on with the
  *   original file (libdispatch's would fail or hang, or read the other file).
- *   cq_io_get_descriptor returns `fd`. At the descriptor limit the channel uses `fd` itself.
+ *   cq_io_get_descriptor returns `fd`. Once the process's descriptor table is half full
+ *   (RLIMIT_NOFILE), the channel uses `fd` itself, as libdispatch does: the duplicates never
+ *   take the second half of the table from the program.
  *   `queue` runs the cleanup handler (may be NULL: none) and barriers. A descriptor
  *   that is not open gives a channel whose operations fail with EBADF (cleanup: EBADF).
  *   Returns NULL with errno EINVAL for an unknown type. libdispatch: dispatch_io_create_f.
