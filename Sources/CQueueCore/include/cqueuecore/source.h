@@ -144,7 +144,8 @@ CQ_EXPORT void cq_source_merge_data(cq_source_t source, uintptr_t value);
 /*
  * cq_source_set_timer
  *   A TIMER source fires first at `start` (a cq_time_t on either clock; CQ_TIME_NOW: now), then
- *   every `interval` nanoseconds (CQ_TIME_FOREVER: once). `leeway` lets the reactor fire it up
+ *   every `interval` nanoseconds (CQ_TIME_FOREVER or 0: once; libdispatch takes 0 for 1 ns and
+ *   fires again as soon as each handler returns). `leeway` lets the reactor fire it up
  *   to that many nanoseconds late to fire it together with other timers (fewer wake-ups).
  *   Calling it again (also from the event handler) replaces the schedule and discards fires
  *   not yet handled. Intervals are not drift-prone: fire n is due at start + n * interval; a
