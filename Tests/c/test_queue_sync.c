@@ -345,6 +345,107 @@ static void test_sync_waits_for_resume(void)
     cq_release(s.started);
 }
 
+/* ---- a sync hands the queue straight to the next thread's sync ---------------------------
+ * A sync that leaves a serial queue whose next item is another thread's sync waiter hands the
+ * queue to it (queue_sync.c). Threads taking turns through sync: every call runs, one at a
+ * time. Then the hand-off must respect a suspension that came while the waiter waited. */
+
+#define HANDOFF_THREADS 4
+#define HANDOFF_CALLS 20000
+
+static cq_queue_t handoff_q;
+static long handoff_count;
+static atomic_int handoff_inside, handoff_overlaps;
+
+static void handoff_increment(void *ctx)
+{
+    (void)ctx;
+    if (atomic_fetch_add(&handoff_inside, 1) != 0) {
+        atomic_fetch_add(&handoff_overlaps, 1);
+    }
+    handoff_count++;
+    atomic_fetch_sub(&handoff_inside, 1);
+}
+
+static void *handoff_thread(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < HANDOFF_CALLS; i++) {
+        cq_sync_f(handoff_q, NULL, handoff_increment);
+    }
+    return NULL;
+}
+
+struct held_sync {
+    cq_queue_t q;
+    cq_semaphore_t holding, release, about_to_sync;
+    atomic_int second_ran;
+};
+
+static void hold_queue(void *ctx)
+{
+    struct held_sync *h = ctx;
+    cq_semaphore_signal(h->holding);
+    WAIT_SEMA(h->release);
+}
+
+static void *holder_thread(void *arg)
+{
+    struct held_sync *h = arg;
+    cq_sync_f(h->q, h, hold_queue);
+    return NULL;
+}
+
+static void mark_second(void *ctx)
+{
+    struct held_sync *h = ctx;
+    atomic_store(&h->second_ran, 1);
+}
+
+static void *second_thread(void *arg)
+{
+    struct held_sync *h = arg;
+    cq_semaphore_signal(h->about_to_sync);
+    cq_sync_f(h->q, h, mark_second);
+    return NULL;
+}
+
+static void test_sync_handoff_between_threads(void)
+{
+    handoff_q = cq_queue_create("handoff", CQ_QUEUE_SERIAL);
+    pthread_t th[HANDOFF_THREADS];
+    for (int i = 0; i < HANDOFF_THREADS; i++) {
+        pthread_create(&th[i], NULL, handoff_thread, NULL);
+    }
+    for (int i = 0; i < HANDOFF_THREADS; i++) {
+        pthread_join(th[i], NULL);
+    }
+    CHECK_EQ(handoff_count, (long)HANDOFF_THREADS * HANDOFF_CALLS);
+    CHECK_EQ(atomic_load(&handoff_overlaps), 0);
+    cq_release(handoff_q);
+
+    struct held_sync h = {cq_queue_create("held", CQ_QUEUE_SERIAL), cq_semaphore_create(0),
+                          cq_semaphore_create(0), cq_semaphore_create(0), 0};
+    pthread_t holder, second;
+    pthread_create(&holder, NULL, holder_thread, &h);
+    WAIT_SEMA(h.holding);
+    pthread_create(&second, NULL, second_thread, &h);
+    WAIT_SEMA(h.about_to_sync);
+    cq_test_observe_window(); /* let the second thread queue its waiter behind the holder */
+    cq_suspend(h.q);
+    cq_semaphore_signal(h.release);
+    pthread_join(holder, NULL); /* the holder has let the queue go, suspended */
+    cq_test_observe_window();
+    CHECK_EQ(atomic_load(&h.second_ran), 0);
+    cq_resume(h.q);
+    pthread_join(second, NULL);
+    CHECK_EQ(atomic_load(&h.second_ran), 1);
+    cq_release(h.q);
+    cq_release(h.holding);
+    cq_release(h.release);
+    cq_release(h.about_to_sync);
+}
+
 int main(void)
 {
     RUN(test_sync_runs_inline);
@@ -356,5 +457,6 @@ int main(void)
     RUN(test_sync_reentrant_concurrent);
     RUN(test_sync_global);
     RUN(test_sync_waits_for_resume);
+    RUN(test_sync_handoff_between_threads);
     TEST_MAIN_END();
 }

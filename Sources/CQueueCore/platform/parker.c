@@ -77,6 +77,12 @@ void cq__spin_init(struct cq__spin *sp, uint32_t ns)
     sp->deadline = cq__now_ns() + ns;
 }
 
+/*
+ * Until when this thread's waits skip the yielding part of their spin (see cq__spin_next).
+ * Thread-local: only the thread's own waits read and write it.
+ */
+static __thread uint64_t yield_costly_until;
+
 bool cq__spin_next(struct cq__spin *sp)
 {
     if (sp->pure) {
@@ -84,10 +90,25 @@ bool cq__spin_next(struct cq__spin *sp)
         cq__cpu_relax();
         return true;
     }
-    if (cq__now_ns() >= sp->deadline) {
+    uint64_t now = cq__now_ns();
+    if (now >= sp->deadline || now < yield_costly_until) {
         return false;
     }
+    /*
+     * A yield hands the CPU to a partner that shares it, which then answers at once. But when
+     * other processes' threads wait for this CPU, the kernel runs one of them for its whole
+     * slice (milliseconds) and this thread, still runnable, is not woken by the answer: a
+     * thread asleep on a futex is, and runs at once. With two CPU hogs beside four threads
+     * taking turns at a serial queue through sync, every hand-off lost a slice that way, and
+     * 200,000 syncs took up to 5 s instead of 10 ms. So a yield that kept this thread off the
+     * CPU for long ends the spin, and the thread's next waits go straight to sleep for a while.
+     */
     sched_yield();
+    uint64_t after = cq__now_ns();
+    if (after - now > CQ__YIELD_LOST_NS) {
+        yield_costly_until = after + CQ__YIELD_COSTLY_FOR_NS;
+        return false;
+    }
     return true;
 }
 

@@ -31,11 +31,17 @@ CQ_INTERNAL uint32_t cq__spin_iterations(uint32_t ns);
 #define CQ__SPIN_SEARCH_NS 8000u
 #define CQ__SPIN_SEARCH_MIN_NS 1000u /* the shortest (the adaptive spin: scheduler/find.c) */
 #define CQ__SPIN_PURE_NS 300u        /* the first part of a spin: CPU pauses only */
+/* A yield inside a spin that kept the thread off the CPU this long means other threads wait
+ * for it (cq__spin_next): the spin ends, and the thread's spins skip yielding for
+ * CQ__YIELD_COSTLY_FOR_NS. */
+#define CQ__YIELD_LOST_NS 50000u
+#define CQ__YIELD_COSTLY_FOR_NS 100000000u
 
 /*
  * A bounded, adaptive spin. For the first CQ__SPIN_PURE_NS it only pauses the CPU: a partner on
  * another CPU answers within that. After that it yields the CPU between checks, so a partner
- * that shares this CPU (or a CPU-starved machine) gets to run instead of watching us spin.
+ * that shares this CPU gets to run instead of watching us spin; unless a yield showed that
+ * other threads take the CPU for long (then the caller sleeps at once, see CQ__YIELD_LOST_NS).
  *     struct cq__spin sp; cq__spin_init(&sp, CQ__SPIN_WAIT_NS);
  *     while (!condition()) { if (!cq__spin_next(&sp)) { sleep...; break; } }
  */
