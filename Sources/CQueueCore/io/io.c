@@ -249,6 +249,15 @@ cq_io_t cq_io_create_with_io_f(cq_io_type_t type, cq_io_t io, cq_queue_t queue, 
 
 /* ---- scheduling ----------------------------------------------------------------------------- */
 
+/* Counts `op` in (+1) or out of (-1) the channel's waiting operations of its kind. */
+static void count_waiting(struct cq_io_s *ch, const struct cq__io_op *op, int delta)
+{
+    unsigned *n = op->kind == CQ__IO_OP_READ    ? &ch->wait_reads
+                  : op->kind == CQ__IO_OP_WRITE ? &ch->wait_writes
+                                                : &ch->wait_barriers;
+    *n = (unsigned)((int)*n + delta);
+}
+
 /* Under the lock: lets waiting operations start (onto ch->to_start). */
 static void ch_pump(struct cq_io_s *ch)
 {
@@ -274,9 +283,18 @@ static void ch_pump(struct cq_io_s *ch)
         return; /* nothing starts while a barrier runs */
     }
     bool rblock = false, wblock = false, skipped = false;
+    unsigned left_reads = ch->wait_reads, left_writes = ch->wait_writes;
+    unsigned left_barriers = ch->wait_barriers;
     struct cq__io_op **link = &ch->wait_head, *prev = NULL;
     while (*link) {
+        if ((rblock || left_reads == 0) && (wblock || left_writes == 0) &&
+            (skipped || left_barriers == 0)) {
+            break; /* nothing further on can start */
+        }
         struct cq__io_op *op = *link;
+        left_reads -= op->kind == CQ__IO_OP_READ;
+        left_writes -= op->kind == CQ__IO_OP_WRITE;
+        left_barriers -= op->kind == CQ__IO_OP_BARRIER;
         bool go;
         if (op->kind == CQ__IO_OP_BARRIER) {
             if (skipped || ch->active_n > 0) {
@@ -300,6 +318,7 @@ static void ch_pump(struct cq_io_s *ch)
         if (ch->wait_tail == op) {
             ch->wait_tail = prev;
         }
+        count_waiting(ch, op, -1);
         ch->active_n++;
         ch->active_reads += op->kind == CQ__IO_OP_READ;
         ch->active_writes += op->kind == CQ__IO_OP_WRITE;
@@ -335,6 +354,26 @@ void cq__io_op_retire(struct cq_io_s *ch, struct cq__io_op *op)
     ch_pump(ch);
 }
 
+/*
+ * Operations made startable while an outer cq__io_unlock on this thread is starting others:
+ * that one starts them, in order, after its own. Starting them here, nested, let every
+ * operation that finished at once start the next one a few frames deeper: 50,000 small writes
+ * queued on a stream channel to a pipe overflowed a worker's stack (test_io.c:
+ * test_many_queued_stream_operations). Thread-local: only this thread's calls touch them.
+ */
+static __thread struct cq__io_op *deferred_head, *deferred_tail;
+static __thread bool starting;
+
+static void start_in_order(struct cq__io_op *list)
+{
+    while (list) {
+        struct cq__io_op *n = list->next;
+        list->next = NULL;
+        cq__io_op_start(list);
+        list = n;
+    }
+}
+
 void cq__io_unlock(struct cq_io_s *ch)
 {
     struct cq__io_op *start = ch->to_start, *unref = ch->to_unref;
@@ -350,11 +389,25 @@ void cq__io_unlock(struct cq_io_s *ch)
         rev = start;
         start = n;
     }
-    while (rev) {
-        struct cq__io_op *n = rev->next;
-        rev->next = NULL;
-        cq__io_op_start(rev);
-        rev = n;
+    if (rev != NULL && starting) {
+        if (deferred_tail) {
+            deferred_tail->next = rev;
+        } else {
+            deferred_head = rev;
+        }
+        while (rev->next) {
+            rev = rev->next;
+        }
+        deferred_tail = rev;
+    } else if (rev != NULL) {
+        starting = true;
+        start_in_order(rev);
+        while (deferred_head) {
+            struct cq__io_op *list = deferred_head;
+            deferred_head = deferred_tail = NULL;
+            start_in_order(list);
+        }
+        starting = false;
     }
     if (release_parent) {
         struct cq_io_s *p = ch->parent;
@@ -519,6 +572,7 @@ static void op_submit(struct cq_io_s *ch, struct cq__io_op *op)
             ch->wait_head = op;
         }
         ch->wait_tail = op;
+        count_waiting(ch, op, +1);
         ch_pump(ch);
     }
     cq__io_unlock(ch);
@@ -586,6 +640,7 @@ void cq_io_close(cq_io_t channel, cq_io_close_flags_t flags)
             }
             *link = op->next;
             op->next = NULL;
+            count_waiting(ch, op, -1);
             cq__io_op_finish(op, NULL, ECANCELED);
         }
         ch->wait_tail = prev;

@@ -170,6 +170,10 @@ struct cq_io_s {
     unsigned active_reads, active_writes, active_n;
     unsigned active_barriers; /* a running barrier: nothing else starts */
     struct cq__io_op *wait_head, *wait_tail, *active;
+    /* the waiting operations of each kind: ch_pump stops its walk of the waiting list once no
+     * operation further on could start (with 50,000 writes queued behind one, each finished
+     * write walked all the others: quadratic) */
+    unsigned wait_reads, wait_writes, wait_barriers;
     struct cq__io_op *to_start, *to_unref; /* done by cq__io_unlock */
     bool release_parent;
 };
