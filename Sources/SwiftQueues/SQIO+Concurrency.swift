@@ -40,6 +40,11 @@ extension SQIO {
     }
 
     /// Reads up to `maxLength` bytes (`Int.max`: to end of file) from a descriptor.
+    ///
+    /// Cancellation: not observed. A cancelled task still waits until the read ends (data,
+    /// end of file or an error), since bytes the read has taken from the descriptor would
+    /// otherwise be lost. To stop a read that may wait for ever, read through a channel
+    /// (``read(offset:length:)`` on an ``SQIO``) and close it with `.stop` on cancellation.
     public static func read(fromFileDescriptor fd: Int32, maxLength: Int) async throws -> SQData {
         try await withCheckedThrowingContinuation { continuation in
             SQIO.read(fromFileDescriptor: fd, maxLength: maxLength, runningHandlerOn: SQQueue.global()) {
@@ -54,6 +59,8 @@ extension SQIO {
     }
 
     /// Writes all of `data` to a descriptor; throws ``SQIOError`` if it could not.
+    ///
+    /// Cancellation: not observed (as ``read(fromFileDescriptor:maxLength:)``).
     public static func write(toFileDescriptor fd: Int32, data: SQData) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             SQIO.write(toFileDescriptor: fd, data: data, runningHandlerOn: SQQueue.global()) {

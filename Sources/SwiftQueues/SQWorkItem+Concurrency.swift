@@ -9,7 +9,9 @@ extension SQWorkItem {
     /// item's first run did.
     ///
     /// Cancellation: a cancelled task stops waiting at once and this throws
-    /// `CancellationError`; the item is not cancelled (call ``cancel()`` for that).
+    /// `CancellationError`; the item is not cancelled (call ``cancel()`` for that). The
+    /// cancelled wait's notification stays registered on the item (about 100 bytes) until the
+    /// item finishes or is cancelled, as a cancelled ``SQGroup/waitUntilEmpty()``'s does.
     ///
     /// Cost: when the item has not finished yet, one allocation and one `cq_work_item_notify_f`.
     /// Thread-safe. Dispatch: none (`item.notify` with a continuation).
