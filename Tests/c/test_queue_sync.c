@@ -378,8 +378,7 @@ static void *handoff_thread(void *arg)
 
 struct held_sync {
     cq_queue_t q;
-    cq_semaphore_t holding, release, about_to_sync;
-    atomic_int second_ran;
+    cq_semaphore_t holding, release;
 };
 
 static void hold_queue(void *ctx)
@@ -393,20 +392,6 @@ static void *holder_thread(void *arg)
 {
     struct held_sync *h = arg;
     cq_sync_f(h->q, h, hold_queue);
-    return NULL;
-}
-
-static void mark_second(void *ctx)
-{
-    struct held_sync *h = ctx;
-    atomic_store(&h->second_ran, 1);
-}
-
-static void *second_thread(void *arg)
-{
-    struct held_sync *h = arg;
-    cq_semaphore_signal(h->about_to_sync);
-    cq_sync_f(h->q, h, mark_second);
     return NULL;
 }
 
@@ -425,25 +410,26 @@ static void test_sync_handoff_between_threads(void)
     cq_release(handoff_q);
 
     struct held_sync h = {cq_queue_create("held", CQ_QUEUE_SERIAL), cq_semaphore_create(0),
-                          cq_semaphore_create(0), cq_semaphore_create(0), 0};
+                          cq_semaphore_create(0)};
+    struct suspended_sync waiter = {h.q, cq_semaphore_create(0), 0};
     pthread_t holder, second;
     pthread_create(&holder, NULL, holder_thread, &h);
     WAIT_SEMA(h.holding);
-    pthread_create(&second, NULL, second_thread, &h);
-    WAIT_SEMA(h.about_to_sync);
+    pthread_create(&second, NULL, sync_thread, &waiter);
+    WAIT_SEMA(waiter.started);
     cq_test_observe_window(); /* let the second thread queue its waiter behind the holder */
     cq_suspend(h.q);
     cq_semaphore_signal(h.release);
     pthread_join(holder, NULL); /* the holder has let the queue go, suspended */
     cq_test_observe_window();
-    CHECK_EQ(atomic_load(&h.second_ran), 0);
+    CHECK_EQ(atomic_load(&waiter.ran), 0);
     cq_resume(h.q);
     pthread_join(second, NULL);
-    CHECK_EQ(atomic_load(&h.second_ran), 1);
+    CHECK_EQ(atomic_load(&waiter.ran), 1);
     cq_release(h.q);
     cq_release(h.holding);
     cq_release(h.release);
-    cq_release(h.about_to_sync);
+    cq_release(waiter.started);
 }
 
 int main(void)
