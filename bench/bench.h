@@ -50,6 +50,7 @@ enum bench_id {
     B_IO_FILE_READ,      /* a file of n MiB read through a channel; m: 0 warm, 1 cold cache */
     B_IO_PIPE,           /* n MiB streamed through a pipe into a channel */
     B_IO_SMALL_FILES,    /* n files of 4 KiB, one path channel each, all at once */
+    B_SYNC_BUSY,         /* m apply iterations x n syncs onto one serial queue, 2 CPU hogs */
     B_COUNT
 };
 

@@ -186,6 +186,11 @@ static const struct bench_def benches[] = {
      .m_name = "background tasks", .flags = BF_TOTAL | BF_CHILD,
      .target = NAN, .reference = "-", .name2 = "priority_p99", .unit2 = "us", .divisor2 = 1000,
      .target2 = 100, .reference2 = "9-32 us"},
+    {.id = B_SYNC_BUSY, .name = "sync_busy", .unit = "ns/sync", .divisor = 1,
+     .title = "apply iterations taking turns at one serial queue through sync while two other "
+              "processes spin on the CPUs",
+     .n_full = 50000, .m_full = 4, .n_quick = 5000, .m_quick = 4, .n_name = "syncs each",
+     .m_name = "apply iterations", .flags = BF_NM, .target = NAN, .reference = "-"},
     {.id = B_BURST_TASKS, .name = "burst_mem", .unit = "MB", .divisor = 1e6,
      .title = "tasks queued at once behind a blocker on a serial queue: RSS growth left after "
               "they ran and the process idled (fresh child process)",
