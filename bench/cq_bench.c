@@ -121,7 +121,8 @@ static const struct bench_def benches[] = {
     {.id = B_PINGPONG, .name = "pingpong", .unit = "ns/hop", .divisor = 1,
      .title = "ping-pong between two serial queues (each hop asyncs the next onto the other queue)",
      .n_full = 200000, .n_quick = 20000, .target = 150, .reference = "454 ns/hop"},
-    {.id = B_QUEUES, .name = "queues", .unit = "ns/task", .divisor = 1,
+    {.id = B_QUEUES, .name = "queues", .unit = "ns/task", .divisor = 1, .n_name = "queues",
+     .m_name = "tasks each",
      .title = "serial queues x tasks each, round-robin from the main thread, group_wait",
      .n_full = 10000, .m_full = 100, .n_quick = 1000, .m_quick = 20, .flags = BF_NM,
      .target = 150, .reference = "543 ns/task"},
@@ -581,9 +582,7 @@ static void run_regular(const struct bench_def *b)
     size_t m = opt.quick ? b->m_quick : b->m_full;
     if (b->flags & BF_PER_CPU)
         n *= (size_t)cpu_count();
-    if (b->flags & BF_NM)
-        printf("\n== %s: %zu %s x %zu (%s)\n", b->name, n, "queues", m, b->title);
-    else if (b->n_name)
+    if (b->n_name)
         printf("\n== %s: %zu %s, %zu %s (%s)\n", b->name, n, b->n_name, m, b->m_name, b->title);
     else
         printf("\n== %s: n = %zu (%s)\n", b->name, n, b->title);
