@@ -29,22 +29,20 @@ internal struct SQOperationContext {
     /// completion block and the observers) without the finish taking the operation lock again.
     var finishingQueue: Unmanaged<SQOperationQueue>?
 
-    /// The thread-specific key (created once, never deleted).
-    private static let key: pthread_key_t = {
+    /// A thread-specific key, created once and never deleted.
+    private static func makeKey() -> pthread_key_t {
         var key = pthread_key_t()
         let status = pthread_key_create(&key, nil)
         precondition(status == 0, "SQOperationQueue: pthread_key_create failed (\(status))")
         return key
-    }()
+    }
+
+    /// The thread-specific key of the context.
+    private static let key = makeKey()
 
     /// The thread-specific key naming the operation whose completion block the calling thread
-    /// runs (created once, never deleted).
-    private static let completionKey: pthread_key_t = {
-        var key = pthread_key_t()
-        let status = pthread_key_create(&key, nil)
-        precondition(status == 0, "SQOperation: pthread_key_create failed (\(status))")
-        return key
-    }()
+    /// runs.
+    private static let completionKey = makeKey()
 
     /// Runs `operation`'s completion block, naming the operation as the one whose completion
     /// block this thread runs (see ``operationRunningCompletion()``): waiting for it there must
