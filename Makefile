@@ -84,7 +84,7 @@ test-examples: deps
 # http_bench.py and sq-swift-bench; QUICK=1 gives each tool its --quick.
 bench: deps
 	cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DCQ_BUILD_TESTS=OFF
-	ninja -C build-bench cq-bench cq-http-server cq-http-server-libdispatch
+	ninja -C build-bench cq-bench cq-http-server cq-http-server-libdispatch cq-core-rtt
 	swift build -c release --package-path Benchmarks --scratch-path .build-bench-swift
 	python3 scripts/bench_report.py run $(if $(QUICK),--quick) --bin-dir build-bench/bench \
 	  --swift-bench .build-bench-swift/release/sq-swift-bench --c-args "$(BENCH_ARGS)" \

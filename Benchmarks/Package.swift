@@ -11,10 +11,13 @@ let package = Package(
     targets: [
         // Counts malloc calls (interposes malloc/calloc/realloc/posix_memalign/aligned_alloc).
         .target(name: "MallocCount"),
+        // Times a cache line's round trip between two CPUs (see its header).
+        .target(name: "CoreRoundTrip"),
         .executableTarget(
             name: "sq-swift-bench",
             dependencies: [
                 "MallocCount",
+                "CoreRoundTrip",
                 .product(name: "SwiftQueues", package: "SwiftQueues"),
                 .product(name: "CQueueCore", package: "SwiftQueues"),
             ],

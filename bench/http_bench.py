@@ -6,7 +6,11 @@ loopback, alternating between the two at each connection count.
 For every run it records wrk's requests/s and p50/p99 latency and the server's CPU time
 (utime + stime from /proc/PID/stat, read before and after the run), and prints per connection
 count the medians for both runtimes and their ratios, each ratio written so that above 1 is
-better for us.
+better for us. Before every run it also records how long a cache line takes to go between the
+two CPUs and back (cq-core-rtt, when it is in --bin-dir): a virtual machine's host moves its
+vCPUs between cores that share a cache (~70-100 ns here) and cores that do not (~200-400 ns)
+from one second to the next, and every figure of a run follows; the row "core round trip"
+shows whether both runtimes' runs met the same placement.
 
 Exit status: 0 when every server answered correctly; 1 if a server crashed, answered a probe
 wrongly, or wrk saw a non-2xx answer (never because of timing); 2 on a usage error (or missing
@@ -140,6 +144,18 @@ def to_ms(value, unit):
     return float(value) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[unit]
 
 
+def core_round_trip(bin_dir):
+    """cq-core-rtt's figure in ns, or NaN if the tool is missing or cannot measure."""
+    tool = os.path.join(bin_dir, "cq-core-rtt")
+    if not os.access(tool, os.X_OK):
+        return float("nan")
+    try:
+        r = subprocess.run([tool], capture_output=True, text=True, timeout=30)
+        return float(r.stdout.strip()) if r.returncode == 0 else float("nan")
+    except (subprocess.TimeoutExpired, ValueError):
+        return float("nan")
+
+
 def run_wrk(server, args, conns, duration):
     cmd = [args.wrk, f"-t{args.threads}", f"-c{conns}", f"-d{duration}s", "--latency",
            f"http://127.0.0.1:{server.port}/"]
@@ -226,7 +242,9 @@ def main():
                 flip = not flip
                 for n in order:
                     time.sleep(0.2)  # let the other server's threads settle and park
+                    rtt = core_round_trip(args.bin_dir)
                     r = run_wrk(servers[n], args, c, args.duration)
+                    r["rtt"] = rtt
                     probe(servers[n])
                     results[(n, c)].append(r)
                     if args.verbose:
@@ -234,7 +252,8 @@ def main():
                               f"p50 {r['p50']:7.3f} ms  p99 {r['p99']:7.3f} ms  "
                               f"wait p50/p99/p99.9 {r['wait_p50']:.0f}/{r['wait_p99']:.0f}/"
                               f"{r['wait_p999']:.0f} us  "
-                              f"CPU {r['cpu']:5.2f} s = {r['cpu_us']:5.1f} us/req  {r['note']}",
+                              f"CPU {r['cpu']:5.2f} s = {r['cpu_us']:5.1f} us/req  "
+                              f"core rtt {r['rtt']:.0f} ns  {r['note']}",
                               flush=True)
         for n, s in servers.items():
             served, bad = s.stop()
@@ -259,7 +278,8 @@ def main():
             ("wait_p50", "wait p50 us", "{:.1f}", False),
             ("wait_p99", "wait p99 us", "{:.1f}", False),
             ("wait_p999", "wait p99.9 us", "{:.1f}", False),
-            ("cpu_us", "CPU us/request", "{:.1f}", False)]
+            ("cpu_us", "CPU us/request", "{:.1f}", False),
+            ("rtt", "core round trip ns", "{:.0f}", None)]
     print(f"HTTP/1.1 keep-alive server on READ sources, wrk -t{args.threads} -d{args.duration}s "
           f"on loopback, {os.cpu_count()} CPUs, median of {args.reps} run(s) per cell.")
     print("latency: wrk's (client side). wait: the server's, from the kernel's receive "
@@ -276,7 +296,9 @@ def main():
             line = f"{c if i == 0 else '':>5}  {label:<16}" + "".join(
                 f"{fmt.format(v):>12}" for v in vals)
             ratio = None
-            if len(names) == 2:
+            if higher is None:  # context, not a result: no ratio
+                line += f"{'':>8}" if len(names) == 2 else ""
+            elif len(names) == 2:
                 a, b = vals if higher else vals[::-1]
                 ratio = a / b if b else None
                 line += f"{ratio:>8.2f}" if b else f"{'-':>8}"
@@ -288,7 +310,8 @@ def main():
             json_rows.append({
                 "name": f"c{c} {metric}", "conns": c, "metric": key, "unit": unit,
                 "ours": finite(by_name.get("ours")), "theirs": finite(by_name.get("libdispatch")),
-                "ratio": finite(ratio), "better": "higher" if higher else "lower"})
+                "ratio": finite(ratio),
+                "better": "context" if higher is None else "higher" if higher else "lower"})
     if args.json:
         doc = {"tool": "http_bench", "table": "HTTP server on READ sources vs libdispatch",
                "ours": "CQueueCore", "theirs": "libdispatch", "quick": args.quick,

@@ -368,9 +368,12 @@ def print_tables(results):
 
 def md_table(t):
     swift = any("allocs_ours" in r for r in t["rows"])
+    rtt = any("core_rtt_ns" in r for r in t["rows"])
     head = (f"| workload | unit | {t['ours']} | {t['theirs']} | ratio | better |"
-            + (" allocs/op ours | allocs/op theirs |" if swift else ""))
-    lines = [head, "|---|---|---:|---:|---:|---|" + ("---:|---:|" if swift else "")]
+            + (" allocs/op ours | allocs/op theirs |" if swift else "")
+            + (" core round trip ns |" if rtt else ""))
+    lines = [head, "|---|---|---:|---:|---:|---|" + ("---:|---:|" if swift else "")
+             + ("---:|" if rtt else "")]
     for r in t["rows"]:
         theirs = fmt(r["theirs"]) if r["theirs"] is not None else r.get("note", "–") or "–"
         name = r["name"]
@@ -380,6 +383,8 @@ def md_table(t):
                 f"{fmt_ratio(r['ratio'])} | {r['better']} |")
         if swift:
             line += f" {fmt(r.get('allocs_ours'))} | {fmt(r.get('allocs_theirs'))} |"
+        if rtt:
+            line += f" {fmt(r.get('core_rtt_ns'))} |"
         if r.get("failed"):
             line += " **verification failed**"
         lines.append(line)

@@ -5,10 +5,12 @@
 //       [--only ours|dispatch] [--json FILE] [--list] [NAME...]
 //
 // For each workload: the median time per operation of each runtime (min and max in brackets),
-// the ratio Dispatch/SwiftQueues (above 1 is better for us), the goal from issue 10, and the
-// allocations per operation (malloc calls counted in-process: stable on a noisy machine).
+// the ratio Dispatch/SwiftQueues (above 1 is better for us), the goal from issue 10, the
+// allocations per operation (malloc calls counted in-process: stable on a noisy machine) and
+// the core round trip measured before each repetition (see coreRoundTrip()).
 // Every run checks its own result; a failed check prints FAILED and makes the exit status 1.
 
+import CoreRoundTrip
 import CQueueCore
 import Dispatch
 import Foundation
@@ -68,6 +70,15 @@ struct Measure {
     var allocs: [Double] = []   // per operation
 }
 
+/// A cache line's round trip between the first two CPUs, in ns: the median of five probes of
+/// 2,000 rounds (a few ms); nil with fewer than two CPUs. Measured before each repetition: on
+/// a virtual machine the host moves the vCPUs between cores that share a cache and cores that
+/// do not, and workloads that hand memory between threads follow (see core_round_trip.h).
+func coreRoundTrip() -> Double? {
+    let probes = (0..<5).map { _ in core_round_trip_ns(2_000) }
+    return probes.allSatisfy({ $0 > 0 }) ? median(probes) : nil
+}
+
 /// One side of a workload: runs `ops` operations, returns the nanoseconds the timed part took.
 typealias Side = (_ ops: Int) -> UInt64
 
@@ -89,6 +100,7 @@ struct Row {
     let dispatch: Measure
     let goal: Double?
     let other: String
+    let roundTrips: [Double]  // coreRoundTrip() before each repetition
 }
 
 func median(_ xs: [Double]) -> Double {
@@ -113,7 +125,11 @@ func run(_ w: Workload) -> Row {
         m.allocs.append(Double(a1 - a0) / Double(w.ops))
         usleep(10_000)  // let the other runtime's threads park
     }
+    var roundTrips: [Double] = []
     for rep in 0..<reps {
+        if let rtt = coreRoundTrip() {
+            roundTrips.append(rtt)
+        }
         if rep % 2 == 0 {
             measure(w.ours, into: &ours)
             measure(w.dispatch, into: &theirs)
@@ -122,7 +138,8 @@ func run(_ w: Workload) -> Row {
             measure(w.ours, into: &ours)
         }
     }
-    let r = Row(name: w.name, unit: w.unit, ours: ours, dispatch: theirs, goal: w.goal, other: w.other)
+    let r = Row(name: w.name, unit: w.unit, ours: ours, dispatch: theirs, goal: w.goal, other: w.other,
+                roundTrips: roundTrips)
     let fmt = { (m: Measure) in
         String(format: "%10.2f ", median(m.ns)) + w.unit
             + String(format: "  (min %.2f, max %.2f)  %.2f allocations/op", m.ns.min() ?? .nan,
@@ -130,6 +147,10 @@ func run(_ w: Workload) -> Row {
     }
     print("   SwiftQueues \(fmt(ours))")
     print("   \(w.other.padding(toLength: 11, withPad: " ", startingAt: 0)) \(fmt(theirs))")
+    if !roundTrips.isEmpty {
+        print("   core round trip before each repetition: "
+              + roundTrips.map { String(format: "%.0f", $0) }.joined(separator: ", ") + " ns")
+    }
     return r
 }
 
@@ -166,7 +187,7 @@ func pad(_ s: String, _ n: Int, left: Bool = false) -> String {
 }
 print(pad("workload", 22, left: true) + " " + pad("unit", 13, left: true) + pad("SwiftQueues", 13)
       + pad("Dispatch", 13) + pad("ratio", 9) + pad("goal", 8) + pad("met", 5)
-      + pad("alloc sq", 10) + pad("alloc d", 9))
+      + pad("alloc sq", 10) + pad("alloc d", 9) + pad("rtt ns", 8))
 for r in rows {
     let o = median(r.ours.ns), d = median(r.dispatch.ns)
     let ratio = d / o
@@ -177,6 +198,7 @@ for r in rows {
           + pad(String(format: "%.2fx", ratio), 9) + pad(goal, 8) + pad(met, 5)
           + pad(String(format: "%.2f", median(r.ours.allocs)), 10)
           + pad(String(format: "%.2f", median(r.dispatch.allocs)), 9)
+          + pad(String(format: "%.0f", median(r.roundTrips)), 8)
           + (r.other == "Dispatch" ? "" : "  (second column: \(r.other))"))
 }
 
@@ -208,7 +230,8 @@ for r in rows {
             + "\"unit\": \(text(r.unit)), \"ours\": \(number(o)), \"theirs\": \(number(d)), "
             + "\"ratio\": \(number(o > 0 && d > 0 ? d / o : .nan)), \"better\": \"lower\", "
             + "\"theirs_name\": \(text(theirs)), \"goal_ratio\": \(number(r.goal ?? .nan)), "
-            + "\"allocs_ours\": \(number(allocO)), \"allocs_theirs\": \(number(allocD))}")
+            + "\"allocs_ours\": \(number(allocO)), \"allocs_theirs\": \(number(allocD)), "
+            + "\"core_rtt_ns\": \(number(median(r.roundTrips)))}")
     }
     let json = "{\n  \"tool\": \"sq-swift-bench\",\n  \"ours\": \"SwiftQueues\",\n"
         + "  \"quick\": \(quick),\n  \"reps\": \(reps),\n"
