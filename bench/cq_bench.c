@@ -42,6 +42,7 @@
 #include <cqueuecore.h>
 
 #include "bench.h"
+#include "core_round_trip.h"
 
 uint64_t bench_now_ns(void)
 {
@@ -403,15 +404,17 @@ static double measure_floor(int *failures)
  * verified; none for BF_CHILD, whose every run is a fresh process), then the measured runs,
  * alternating which runtime goes first. For BF_VS_FLOOR workloads every repetition also measures
  * the floor once, just before the pair, and *floor / *floor_min get its median and minimum (else
- * NAN).
+ * NAN). Every repetition first measures the core round trip (core_round_trip.h); *rtt gets its
+ * median (NAN if it cannot be measured).
  */
 static void measure_pair(const struct bench_def *b, size_t n, size_t m, struct stats *ours,
                          struct stats *theirs, double *floor, double *floor_min,
-                         int *floor_failures)
+                         int *floor_failures, double *rtt)
 {
     struct stats *st[2] = {ours, theirs};
     int reps = b->reps ? b->reps : opt.reps;
     double *samples[2], *samples2[2], *floors = calloc((size_t)reps, sizeof(double));
+    double *rtts = calloc((size_t)reps, sizeof(double));
     double units = b->flags & BF_NM ? (double)n * (double)m : (double)n;
     if (b->flags & BF_TOTAL)
         units = 1; /* totals and percentiles, not per-unit figures */
@@ -434,6 +437,8 @@ static void measure_pair(const struct bench_def *b, size_t n, size_t m, struct s
         settle();
     }
     for (int rep = 0; rep < reps; rep++) {
+        double ns = core_round_trip_median_ns();
+        rtts[rep] = ns > 0 ? ns : NAN;
         if (vs_floor)
             floors[rep] = measure_floor(floor_failures);
         for (int j = 0; j < 2; j++) {
@@ -471,6 +476,13 @@ static void measure_pair(const struct bench_def *b, size_t n, size_t m, struct s
     if (vs_floor)
         stats_of(floors, reps, floor, floor_min, &unused);
     free(floors);
+    printf("   core round trip before each repetition:");
+    for (int rep = 0; rep < reps; rep++)
+        printf(" %.0f", rtts[rep]);
+    printf(" ns\n");
+    double rtt_min, rtt_max;
+    stats_of(rtts, reps, rtt, &rtt_min, &rtt_max);
+    free(rtts);
 }
 
 /* Measures only our runtime (used for our fib runs). */
@@ -505,11 +517,13 @@ struct summary_row {
     bool failed;
     /* The same figures as numbers, for --json (NAN: none); target_v NAN when there is none. */
     double ours_v, theirs_v, ratio_v, target_v;
+    double rtt_v; /* the median core round trip before the repetitions, ns (NAN: not measured) */
     char note[48]; /* for --json: why theirs has no figure ("did not finish in 60 s") */
 };
 
 static struct summary_row summary[3 * NBENCH];
 static int summary_rows;
+static double row_rtt = NAN; /* the core round trip of the rows add_row adds next */
 static int total_failures;
 
 static const char *met_word(double value, double target)
@@ -570,6 +584,7 @@ static void add_row(const char *name, const char *unit, const struct stats *ours
     row->theirs_v = theirs->skipped ? NAN : theirs_value;
     row->ratio_v = row->ours_v > 0 && row->theirs_v > 0 ? row->theirs_v / row->ours_v : NAN;
     row->target_v = target;
+    row->rtt_v = row_rtt;
     row->note[0] = '\0';
     row->met = met_word(ours_value, target);
     row->reference = reference;
@@ -590,7 +605,7 @@ static void run_regular(const struct bench_def *b)
     struct stats ours, theirs;
     double floor, floor_min;
     int floor_failures;
-    measure_pair(b, n, m, &ours, &theirs, &floor, &floor_min, &floor_failures);
+    measure_pair(b, n, m, &ours, &theirs, &floor, &floor_min, &floor_failures, &row_rtt);
     int decimals = b->flags & BF_INTEGER ? 0 : 2;
     double target = target_of(b);
     print_stats_line("ours", &ours, ours.median, ours.min, ours.max, b->unit, decimals);
@@ -741,6 +756,7 @@ static void run_fib(const struct bench_def *b)
     row->ours_v = run_ours ? big.median : NAN;
     row->theirs_v = row->ratio_v = NAN;
     row->target_v = n == 30 ? b->target : NAN;
+    row->rtt_v = NAN;
     snprintf(row->note, sizeof row->note, "libdispatch not run (deadlocks at fib(30))");
 
     row = &summary[summary_rows++];
@@ -761,6 +777,7 @@ static void run_fib(const struct bench_def *b)
     row->theirs_v = theirs_ms;
     row->ratio_v = row->ours_v > 0 && theirs_ms > 0 ? theirs_ms / row->ours_v : NAN;
     row->target_v = NAN;
+    row->rtt_v = NAN;
     snprintf(row->note, sizeof row->note, "%s", theirs_note);
 }
 
@@ -770,12 +787,15 @@ static void print_summary(void)
            "every figure lower-is-better, so a ratio above 1 is better for us; NAME/floor = the "
            "row above over two uncontended atomic RMWs measured alongside)\n",
            opt.reps);
-    printf("%-23s %-14s %10s %14s %9s %8s %4s  %s\n", "workload", "unit", "ours", "libdispatch",
-           "ratio", "target", "met", "ARCHITECTURE.md libdispatch");
+    printf("%-23s %-14s %10s %14s %9s %8s %4s %7s  %s\n", "workload", "unit", "ours",
+           "libdispatch", "ratio", "target", "met", "rtt ns", "ARCHITECTURE.md libdispatch");
     for (int i = 0; i < summary_rows; i++) {
         const struct summary_row *row = &summary[i];
-        printf("%-23s %-14s %10s %14s %9s %8s %4s  %s%s\n", row->name, row->unit, row->ours,
-               row->theirs, row->ratio, row->target, row->met, row->reference,
+        char rtt[16] = "-";
+        if (!isnan(row->rtt_v))
+            snprintf(rtt, sizeof rtt, "%.0f", row->rtt_v);
+        printf("%-23s %-14s %10s %14s %9s %8s %4s %7s  %s%s\n", row->name, row->unit, row->ours,
+               row->theirs, row->ratio, row->target, row->met, rtt, row->reference,
                row->failed ? "   VERIFICATION FAILED" : "");
     }
 }
@@ -893,6 +913,8 @@ static bool write_json(const char *path, double wall_s)
         json_number(f, row->ratio_v);
         fprintf(f, ", \"better\": \"lower\", \"target\": ");
         json_number(f, row->target_v);
+        fprintf(f, ", \"core_rtt_ns\": ");
+        json_number(f, row->rtt_v);
         fprintf(f, ", \"failed\": %s", row->failed ? "true" : "false");
         if (row->note[0] != '\0') {
             fprintf(f, ", \"note\": ");

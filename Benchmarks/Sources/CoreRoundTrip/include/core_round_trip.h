@@ -15,4 +15,8 @@
  */
 double core_round_trip_ns(long rounds);
 
+/* What the benchmarks record: the median of five core_round_trip_ns(2000) probes (a few ms in
+ * all), or a negative number as above. */
+double core_round_trip_median_ns(void);
+
 #endif
