@@ -597,8 +597,10 @@ static void run_regular(const struct bench_def *b)
     size_t m = opt.quick ? b->m_quick : b->m_full;
     if (b->flags & BF_PER_CPU)
         n *= (size_t)cpu_count();
-    if (b->n_name)
+    if (b->n_name && b->m_name)
         printf("\n== %s: %zu %s, %zu %s (%s)\n", b->name, n, b->n_name, m, b->m_name, b->title);
+    else if (b->n_name)
+        printf("\n== %s: %zu %s (%s)\n", b->name, n, b->n_name, b->title);
     else
         printf("\n== %s: n = %zu (%s)\n", b->name, n, b->title);
 
