@@ -7,7 +7,6 @@ extension SQGroup {
     ///
     /// Thread-safe; never blocks. Dispatch: `DispatchGroup.notify(queue:work:)`.
     public func notify(queue: SQQueue, work: SQWorkItem) {
-        let deferred = SQDeferredWorkItem(work, on: queue)
-        cq_group_notify_f(handle, deferred.queue, deferred.context, deferred.function)
+        cq_group_notify_work_item(handle, queue.handle, work.handle)
     }
 }

@@ -67,14 +67,9 @@ extension SQQueue {
         }
     }
 
-    /// The work-item forms, for a `cq_time_t` on either clock.
+    /// The work-item forms, for a `cq_time_t` on either clock (a barrier item is submitted as a
+    /// barrier when it comes due).
     private func after(_ when: UInt64, execute item: SQWorkItem) {
-        if item.flags.contains(.barrier) {
-            // cq_after_work_item submits with cq_after_f, never as a barrier: hop instead.
-            let deferred = SQDeferredWorkItem(item, on: self)
-            cq_after_f(when, deferred.queue, deferred.context, deferred.function)
-        } else {
-            cq_after_work_item(when, handle, item.handle)
-        }
+        cq_after_work_item(when, handle, item.handle)
     }
 }

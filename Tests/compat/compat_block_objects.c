@@ -156,6 +156,66 @@ static void test_barrier_flag(void)
     dispatch_release(q);
 }
 
+/* A barrier block submitted to run later — by dispatch_after, or by a group's notification —
+ * is a barrier when it comes due: it waits for the tasks running on the concurrent queue. */
+static void late_barrier(int by_notify)
+{
+    dispatch_queue_t q = dispatch_queue_create("compat.block-objects.late", DISPATCH_QUEUE_CONCURRENT);
+    dispatch_semaphore_t started = dispatch_semaphore_create(0);
+    dispatch_semaphore_t gate = dispatch_semaphore_create(0);
+    dispatch_semaphore_t ran = dispatch_semaphore_create(0);
+    dispatch_group_t g = dispatch_group_create();
+    __block long inside = 0;
+    __block long seen = -1;
+    long *inside_p = &inside;
+    int i;
+    for (i = 0; i < 2; i++) {
+        dispatch_group_async(g, q, ^{
+            compat_add(inside_p, 1);
+            dispatch_semaphore_signal(started);
+            dispatch_semaphore_wait(gate, compat_deadline());
+            compat_add(inside_p, -1);
+        });
+    }
+    WAIT_SEMA(started);
+    WAIT_SEMA(started); /* both run now, and wait for the gate */
+    dispatch_block_t barrier = dispatch_block_create(DISPATCH_BLOCK_BARRIER, ^{
+        seen = compat_load(inside_p);
+        dispatch_semaphore_signal(ran);
+    });
+    if (by_notify) {
+        dispatch_group_t empty = dispatch_group_create();
+        dispatch_group_notify(empty, q, barrier); /* an empty group notifies at once */
+        dispatch_release(empty);
+    } else {
+        dispatch_after(dispatch_time(DISPATCH_TIME_NOW, 1000000), q, barrier);
+    }
+    /* It must not run while the two tasks run (a bounded window: a plain submission ran within
+     * it every time, a barrier waits for the gate). */
+    CHECK(dispatch_semaphore_wait(ran, compat_short()) != 0);
+    dispatch_semaphore_signal(gate);
+    dispatch_semaphore_signal(gate);
+    WAIT_SEMA(ran);
+    CHECK_EQ(seen, 0);
+    WAIT_GROUP(g);
+    Block_release(barrier);
+    dispatch_release(g);
+    dispatch_release(ran);
+    dispatch_release(gate);
+    dispatch_release(started);
+    dispatch_release(q);
+}
+
+static void test_barrier_flag_after(void)
+{
+    late_barrier(0);
+}
+
+static void test_barrier_flag_group_notify(void)
+{
+    late_barrier(1);
+}
+
 static void test_perform_and_generic(void)
 {
     __block long runs = 0;
@@ -186,6 +246,8 @@ int main(void)
     RUN(test_cancel_before_run);
     RUN(test_cancel_while_running);
     RUN(test_barrier_flag);
+    RUN(test_barrier_flag_after);
+    RUN(test_barrier_flag_group_notify);
     RUN(test_perform_and_generic);
     TEST_MAIN_END();
 }

@@ -130,6 +130,11 @@ static inline void cq_after(cq_time_t when, cq_queue_t queue, cq_block_t block)
     if (when == CQ_TIME_FOREVER) {
         return;
     }
+    cq_work_item_t item = cq__block_work_item(block);
+    if (item) {
+        cq_after_work_item(when, queue, item);
+        return;
+    }
     cq_after_f(when, queue, cq__block_copy(block), block ? cq__block_invoke_release : NULL);
 }
 
@@ -157,9 +162,15 @@ static inline void cq_group_async(cq_group_t group, cq_queue_t queue, cq_block_t
     cq_group_async_f(group, queue, cq__block_copy(block), block ? cq__block_invoke_release : NULL);
 }
 
-/* cq_group_notify_f with a block (copied, released after it has run). */
+/* cq_group_notify_f with a block (copied, released after it has run). A block from
+ * cq_block_create is submitted as its work item. */
 static inline void cq_group_notify(cq_group_t group, cq_queue_t queue, cq_block_t block)
 {
+    cq_work_item_t item = cq__block_work_item(block);
+    if (item) {
+        cq_group_notify_work_item(group, queue, item);
+        return;
+    }
     cq_group_notify_f(group, queue, cq__block_copy(block), block ? cq__block_invoke_release : NULL);
 }
 
@@ -208,7 +219,8 @@ static inline void cq__block_release_context(void *block)
 /*
  * cq_block_create
  *   A new block that performs a new work item running `block` (copied; released with the
- *   item). Call it, submit it (cq_async, cq_sync, cq_group_async honour its BARRIER flag), wait
+ *   item). Call it, submit it (cq_async, cq_sync, cq_after, cq_group_async and cq_group_notify
+ *   honour its BARRIER flag), wait
  *   for it, observe it, cancel it with the cq_block_* calls below; release it with
  *   Block_release. Returns NULL with errno EINVAL for a NULL block or an unknown flag.
  *   libdispatch: dispatch_block_create.

@@ -54,20 +54,26 @@ CQ_EXPORT cq_work_item_t cq_work_item_create_f(unsigned long flags, void *contex
 CQ_EXPORT void cq_work_item_perform(cq_work_item_t item);
 
 /*
- * Submitting: as cq_async_f, cq_sync_f, cq_after_f and cq_group_async_f with the item's
- * function and context (as cq_barrier_async_f / cq_barrier_sync_f for a BARRIER item). The
- * submission holds a reference to the item until the run is over. A run that finds the item
- * cancelled returns at once.
+ * Submitting: as cq_async_f, cq_sync_f, cq_after_f, cq_group_async_f and cq_group_notify_f with
+ * the item's function and context (as cq_barrier_async_f / cq_barrier_sync_f for a BARRIER
+ * item: a BARRIER item due later, or at a group's notification, is submitted as a barrier
+ * then, as libdispatch does; it first comes due on the global queue of the queue's priority,
+ * which submits it, so it lands behind what reached the queue meanwhile). The submission holds
+ * a reference to the item until the run is over (an item due at CQ_TIME_FOREVER is dropped at
+ * once, as cq_after_f drops the call). A run that finds the item cancelled returns at once.
  */
 CQ_EXPORT void cq_async_work_item(cq_queue_t queue, cq_work_item_t item);
 CQ_EXPORT void cq_sync_work_item(cq_queue_t queue, cq_work_item_t item);
 CQ_EXPORT void cq_after_work_item(cq_time_t when, cq_queue_t queue, cq_work_item_t item);
 CQ_EXPORT void cq_group_async_work_item(cq_group_t group, cq_queue_t queue, cq_work_item_t item);
+CQ_EXPORT void cq_group_notify_work_item(cq_group_t group, cq_queue_t queue,
+                                         cq_work_item_t item);
 
 /*
  * cq_work_item_wait
  *   Blocks until the item has finished (above) or `timeout` passes. Returns 0 once finished,
- *   non-zero on timeout. May be called any number of times, from any thread; waiting for an
+ *   non-zero on timeout (-1 with errno ETIMEDOUT, as libdispatch on Linux). May be called any
+ *   number of times, from any thread; waiting for an
  *   item from its own run would wait for ever and is not detected. Everything the first run
  *   did happens-before a 0 return.
  */
