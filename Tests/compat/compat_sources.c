@@ -5,7 +5,10 @@
  */
 #include "compat_test.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -222,6 +225,36 @@ static void test_target_queue(void)
     dispatch_release(second);
 }
 
+/* A registration handler set on a source that is already registered runs (libdispatch's
+ * source.h: "invoked immediately"), once; so does one set after that. */
+static void test_late_registration_handler(void)
+{
+    struct src s;
+    src_init(&s, DISPATCH_SOURCE_TYPE_DATA_ADD, 0, 0, compat_global());
+    dispatch_source_set_event_handler_f(s.source, on_add);
+    dispatch_source_set_cancel_handler_f(s.source, on_cancel);
+    s.want = 1;
+    dispatch_resume(s.source);
+    dispatch_source_merge_data(s.source, 1);
+    WAIT_SEMA(s.done); /* an event ran: the source is registered */
+    CHECK_EQ(compat_load(&s.registered), 0);
+
+    dispatch_source_set_registration_handler_f(s.source, on_registration);
+    WAIT_SEMA(s.registered_sema);
+    CHECK_EQ(compat_load(&s.registered), 1);
+    dispatch_source_set_registration_handler_f(s.source, on_registration);
+    WAIT_SEMA(s.registered_sema);
+    CHECK_EQ(compat_load(&s.registered), 2);
+
+    /* each ran once: more events run no registration handler */
+    s.want = 3;
+    dispatch_source_merge_data(s.source, 2);
+    WAIT_SEMA(s.done);
+    CHECK(dispatch_semaphore_wait(s.registered_sema, compat_short()) != 0);
+    CHECK_EQ(compat_load(&s.registered), 2);
+    src_cancel_and_release(&s);
+}
+
 /* ---- READ and WRITE on a pipe --------------------------------------------------------------- */
 
 static void on_readable(void *context)
@@ -294,6 +327,53 @@ static void test_pipe(void)
     src_cancel_and_release(&w);
     close(fds[0]);
     close(fds[1]);
+}
+
+/* A READ source on a listening socket: a pending connection is reported as data 1, as
+ * libdispatch does (0 would read as end of file). */
+static void on_listen_readable(void *context)
+{
+    struct src *s = (struct src *)context;
+    int fd;
+    if (compat_add(&s->calls, 1) != 1) {
+        return;
+    }
+    s->sum = (long)dispatch_source_get_data(s->source);
+    fd = accept((int)dispatch_source_get_handle(s->source), NULL, NULL);
+    s->nbytes = fd >= 0;
+    if (fd >= 0) {
+        close(fd);
+    }
+    dispatch_semaphore_signal(s->done);
+}
+
+static void test_listening_socket(void)
+{
+    struct src s;
+    struct sockaddr_in addr;
+    socklen_t len = sizeof addr;
+    int listener = socket(AF_INET, SOCK_STREAM, 0), client;
+    REQUIRE(listener >= 0);
+    memset(&addr, 0, sizeof addr);
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(bind(listener, (struct sockaddr *)&addr, sizeof addr) == 0);
+    REQUIRE(listen(listener, 4) == 0);
+    REQUIRE(getsockname(listener, (struct sockaddr *)&addr, &len) == 0);
+
+    src_init(&s, DISPATCH_SOURCE_TYPE_READ, (uintptr_t)listener, 0, compat_global());
+    dispatch_source_set_event_handler_f(s.source, on_listen_readable);
+    dispatch_source_set_cancel_handler_f(s.source, on_cancel);
+    dispatch_resume(s.source);
+    client = socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(client >= 0);
+    REQUIRE(connect(client, (struct sockaddr *)&addr, sizeof addr) == 0);
+    WAIT_SEMA(s.done);
+    CHECK_EQ(s.sum, 1);
+    CHECK_EQ(s.nbytes, 1); /* accepted */
+    src_cancel_and_release(&s);
+    close(client);
+    close(listener);
 }
 
 /* ---- SIGNAL --------------------------------------------------------------------------------- */
@@ -432,7 +512,9 @@ int main(void)
     RUN(test_data_add);
     RUN(test_data_or_replace);
     RUN(test_target_queue);
+    RUN(test_late_registration_handler);
     RUN(test_pipe);
+    RUN(test_listening_socket);
     RUN(test_signal);
 #ifdef CQ_DISPATCH_COMPAT
     RUN(test_proc);

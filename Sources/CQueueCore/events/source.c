@@ -274,7 +274,16 @@ static uintptr_t readiness_data(struct cq_source_s *s)
     int fd = (int)s->handle;
     int n = 0;
     if (s->type->kind == CQ_SOURCE_KIND_READ) {
-        return ioctl(fd, FIONREAD, &n) == 0 && n > 0 ? (uintptr_t)n : 0;
+        if (ioctl(fd, FIONREAD, &n) == 0 && n > 0) {
+            return (uintptr_t)n;
+        }
+        /* A listening socket has no bytes (FIONREAD fails on it): its readiness is a pending
+         * connection, which libdispatch reports as 1, not as the 0 of end of file. Asked only
+         * here, where the answer would otherwise be 0. */
+        int listening = 0;
+        socklen_t len = sizeof listening;
+        return getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening ? 1
+                                                                                             : 0;
     }
     int size = 0, queued = 0;
     socklen_t len = sizeof size;
@@ -339,19 +348,28 @@ void cq__source_invoke(struct cq_source_s *s)
         goto finish;
     }
     if (st & CQ__SS_REGISTERED_NEW) {
-        cq__and(&s->state, ~CQ__SS_REGISTERED_NEW, relaxed);
-        if (!(st & CQ__SS_CANCELED)) {
-            cq__source_call_handler(s, CQ__HANDLER_REGISTRATION);
+        /* REGISTERED_NEW becomes REG_DONE in one step: a registration handler set from now on
+         * makes itself due (cq__source_registration_handler_set), and clearing REGISTERED_NEW
+         * apart could erase its mark. seq_cst: before our load of the handler; pairs with the
+         * setter's seq_cst exchange and load of the state */
+        while (!cq__cas_weak(&s->state, &st, (st | CQ__SS_REG_DONE) & ~CQ__SS_REGISTERED_NEW,
+                             seq_cst)) {
+        }
+        if (st & CQ__SS_CANCELED) {
+            cq__source_drop_handler(s, CQ__HANDLER_REGISTRATION);
+        } else {
+            /* Each record runs at most once: dropped after its call unless a new one replaced
+             * it meanwhile (which is due in its turn). */
+            struct cq__handler *h = cq__source_call_registration(s);
             /* The handler may have cancelled or suspended the source: no event handler
              * starts after either returned. Pairs with the acq_rel or's of CANCELED / UNREGISTERED
              * / REGISTERED_NEW and the release or of FIRED (cq__source_event) */
             st = cq__load(&s->state, acquire);
+            cq__source_drop_handler_if(s, CQ__HANDLER_REGISTRATION, h);
             if (st & CQ__SS_SUSPEND_MASK) {
-                cq__source_drop_handler(s, CQ__HANDLER_REGISTRATION);
                 goto finish;
             }
         }
-        cq__source_drop_handler(s, CQ__HANDLER_REGISTRATION); /* it runs at most once */
     }
     bool io = s->type->kind == CQ_SOURCE_KIND_READ || s->type->kind == CQ_SOURCE_KIND_WRITE;
     if (!(st & CQ__SS_CANCELED)) {
@@ -492,6 +510,18 @@ void cq__source_registered(struct cq_source_s *s)
     /* pairs with the handler item's acquire loads of state (the registration handler runs after) */
     cq__or(&s->state, CQ__SS_REGISTERED_NEW, release);
     source_wake(s);
+}
+
+void cq__source_registration_handler_set(struct cq_source_s *s)
+{
+    /* seq_cst: after the setter's seq_cst exchange of the record; pairs with the handler item's
+     * seq_cst CAS setting REG_DONE before its load of the record (one of the two sees the other) */
+    uint32_t st = cq__load(&s->state, seq_cst);
+    if ((st & CQ__SS_REG_DONE) && !(st & CQ__SS_CANCELED)) {
+        /* pairs with the handler item's acquire loads of state */
+        cq__or(&s->state, CQ__SS_REGISTERED_NEW, release);
+        source_wake(s);
+    }
 }
 
 void cq__source_unregistered(struct cq_source_s *s)

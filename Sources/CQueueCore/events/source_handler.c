@@ -46,14 +46,18 @@ void cq__source_set_handler(struct cq_source_s *s, int which, cq_function_t fn, 
     } else if (destructor) {
         destructor(ctx); /* nothing will ever call it */
     }
-    /* acq_rel: the record is published; the old one is ours to retire; pairs with the handler
-     * item's acquire load in cq__source_call_handler */
-    struct cq__handler *old = cq__xchg(&s->handlers[which], h, acq_rel);
+    /* seq_cst: the record is published (and the old one is ours to retire) before a registration
+     * handler's look at the state below; pairs with the handler item's acquire load in
+     * cq__source_call_handler and its seq_cst load in cq__source_call_registration */
+    struct cq__handler *old = cq__xchg(&s->handlers[which], h, seq_cst);
     if (old) {
         old->retired_next = cq__load(&s->retired, relaxed);
         /* pairs with the acquire exchange in cq__source_free_retired */
         while (!cq__cas_weak(&s->retired, &old->retired_next, old, release)) {
         }
+    }
+    if (h && which == CQ__HANDLER_REGISTRATION) {
+        cq__source_registration_handler_set(s);
     }
 }
 
@@ -102,6 +106,27 @@ void cq__source_call_handler(struct cq_source_s *s, int which)
     struct cq__handler *h = cq__load(&s->handlers[which], acquire);
     if (h) {
         h->function(h->has_context ? h->context : s->obj.context);
+    }
+}
+
+struct cq__handler *cq__source_call_registration(struct cq_source_s *s)
+{
+    /* seq_cst: after the handler item's seq_cst CAS setting REG_DONE; pairs with the seq_cst
+     * exchange in cq__source_set_handler and the setter's seq_cst load of the state: either
+     * this sees the new record, or the setter sees REG_DONE and makes the handler due again */
+    struct cq__handler *h = cq__load(&s->handlers[CQ__HANDLER_REGISTRATION], seq_cst);
+    if (h) {
+        h->function(h->has_context ? h->context : s->obj.context);
+    }
+    return h;
+}
+
+void cq__source_drop_handler_if(struct cq_source_s *s, int which, struct cq__handler *h)
+{
+    /* acquire: pairs with the seq_cst exchange in cq__source_set_handler (the record we free was
+     * published by it) */
+    if (h && cq__cas(&s->handlers[which], &h, NULL, acquire)) {
+        cq__source_handler_free(h);
     }
 }
 

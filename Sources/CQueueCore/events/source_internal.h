@@ -11,6 +11,9 @@
  *   ACTIVATED   the first resume happened: the source is (being) registered with the reactor.
  *   UNREGISTERED the reactor has let go of the source (after a cancel).
  *   REGISTERED_NEW registered: the registration handler is due (run by the handler item).
+ *   REG_DONE    the registration handler's turn has come (the handler item took REGISTERED_NEW):
+ *               a registration handler set from then on is due at once (REGISTERED_NEW again),
+ *               as libdispatch invokes one set on a source that is already registered.
  *   NO_REACTOR  a data source: registration and unregistration are immediate.
  *   REG_QUEUED  the REGISTER command is on the reactor's list. A cancel sends UNREGISTER only
  *               after it; if the cancel comes between ACTIVATED and REG_QUEUED, the resume
@@ -41,6 +44,7 @@
 #define CQ__SS_REGISTERED_NEW 0x40u /* registered: the registration handler is due */
 #define CQ__SS_NO_REACTOR 0x80u     /* a data source: nothing to register */
 #define CQ__SS_REG_QUEUED 0x100u    /* the first resume has queued the REGISTER command */
+#define CQ__SS_REG_DONE 0x200u      /* registered: a registration handler set now is due at once */
 #define CQ__SS_SUSPEND_ONE (1u << 16)
 #define CQ__SS_SUSPEND_MASK (0xffffu << 16)
 
@@ -120,6 +124,8 @@ CQ_INTERNAL void cq__source_event(struct cq_source_s *s, uintptr_t value, bool f
 CQ_INTERNAL void cq__source_unregistered(struct cq_source_s *s);
 /* The reactor has registered the source: the registration handler is due. */
 CQ_INTERNAL void cq__source_registered(struct cq_source_s *s);
+/* A registration handler was just set: due at once if the registration already happened. */
+CQ_INTERNAL void cq__source_registration_handler_set(struct cq_source_s *s);
 /* Replaces a handler (which: CQ__HANDLER_*); `has_context`: call it with `ctx` instead of the
  * source's context; `destructor(ctx)` runs when the record is freed. */
 CQ_INTERNAL void cq__source_set_handler(struct cq_source_s *s, int which, cq_function_t fn,
@@ -149,6 +155,12 @@ CQ_INTERNAL void cq__source_handler_free(struct cq__handler *h);
 CQ_INTERNAL void cq__source_free_retired(struct cq_source_s *s);
 CQ_INTERNAL void cq__source_call_handler(struct cq_source_s *s, int which);
 CQ_INTERNAL void cq__source_drop_handler(struct cq_source_s *s, int which);
+/* The registration handler, once: calls the current record (if any) and returns it, for
+ * cq__source_drop_handler_if. */
+CQ_INTERNAL struct cq__handler *cq__source_call_registration(struct cq_source_s *s);
+/* Frees the record `h` if it is still the current one (a handler set since stays). */
+CQ_INTERNAL void cq__source_drop_handler_if(struct cq_source_s *s, int which,
+                                            struct cq__handler *h);
 
 /* fork(): timer.c registers these (platform/fork_internal.h); they call cq_after_f's. */
 CQ__FORK_HOOKS(timer)

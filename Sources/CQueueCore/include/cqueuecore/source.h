@@ -101,7 +101,9 @@ CQ_EXPORT cq_source_t cq_source_create(cq_source_type_t type, uintptr_t handle, 
  * first resume; setting one later takes effect for the next event. NULL removes it.
  *   event         runs for a batch of coalesced events; never concurrently with itself
  *   cancel        runs exactly once, after cancel and after any running event handler
- *   registration  runs once, when the source is first resumed (its descriptor is registered)
+ *   registration  runs once, when the source is first resumed (its descriptor is registered);
+ *                 one set after that runs once, as soon as it can (libdispatch: "invoked
+ *                 immediately"), on the target queue like the others
  */
 CQ_EXPORT void cq_source_set_event_handler_f(cq_source_t source, cq_function_t handler);
 CQ_EXPORT void cq_source_set_cancel_handler_f(cq_source_t source, cq_function_t handler);
