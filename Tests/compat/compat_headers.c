@@ -94,6 +94,13 @@ int main(void)
     for (i = 0; i < 9; i++) {
         EXPECT(types[i] != NULL);
     }
+    {
+        /* <signal.h> and <sys/param.h> come with the header, as with libdispatch's */
+        void (*previous)(int) = signal(SIGPIPE, SIG_IGN);
+        EXPECT(previous != SIG_ERR);
+        signal(SIGPIPE, previous);
+        EXPECT(MAXPATHLEN >= 256);
+    }
     dispatch_once_f(&once, NULL, fn);
     EXPECT(once != 0);
     dispatch_sync_f(q, NULL, fn);

@@ -134,6 +134,72 @@ static void test_random_file(void)
     dispatch_release(q);
 }
 
+/* RANDOM offsets are relative to the position the channel was created at: a negative one
+ * reaches back from it; one before the file's start fails (EINVAL). */
+static void random_read(dispatch_io_t ch, off_t offset, size_t length, dispatch_queue_t q,
+                        char *out, int *error)
+{
+    dispatch_semaphore_t done = dispatch_semaphore_create(0);
+    __block size_t got = 0;
+    __block int err = -1;
+    dispatch_io_read(ch, offset, length, q, ^(bool isdone, dispatch_data_t data, int e) {
+        if (data) {
+            dispatch_data_apply(data, ^bool(dispatch_data_t region, size_t at, const void *buf,
+                                            size_t size) {
+                (void)region;
+                if (got + at + size < 16) {
+                    memcpy(out + got + at, buf, size);
+                }
+                return true;
+            });
+            got += dispatch_data_get_size(data);
+        }
+        if (isdone) {
+            err = e;
+            dispatch_semaphore_signal(done);
+        }
+    });
+    WAIT_SEMA(done);
+    out[got < 16 ? got : 15] = '\0';
+    *error = err;
+    dispatch_release(done);
+}
+
+static void test_random_negative_offset(void)
+{
+    char path[128], got[16];
+    int error;
+    snprintf(path, sizeof path, "/tmp/compat-io-neg-%d", (int)getpid());
+    int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0600);
+    REQUIRE(fd >= 0);
+    unlink(path);
+    REQUIRE(write(fd, "0123456789", 10) == 10); /* the position is now 10 */
+    dispatch_queue_t q = dispatch_queue_create("compat.io.neg", DISPATCH_QUEUE_SERIAL);
+    dispatch_semaphore_t cleaned = dispatch_semaphore_create(0);
+    dispatch_io_t ch = dispatch_io_create(DISPATCH_IO_RANDOM, fd, q, ^(int e) {
+        (void)e;
+        dispatch_semaphore_signal(cleaned);
+    });
+    REQUIRE(ch != NULL);
+    random_read(ch, -5, 3, q, got, &error);
+    CHECK_EQ(error, 0);
+    CHECK(strcmp(got, "567") == 0);
+    random_read(ch, -10, 2, q, got, &error);
+    CHECK_EQ(error, 0);
+    CHECK(strcmp(got, "01") == 0);
+#ifndef COMPAT_USE_LIBDISPATCH
+    /* Ours: before the file's start (libdispatch passes the negative position to pread) */
+    random_read(ch, -11, 2, q, got, &error);
+    CHECK_EQ(error, EINVAL);
+#endif
+    dispatch_io_close(ch, 0);
+    dispatch_release(ch);
+    WAIT_SEMA(cleaned);
+    close(fd);
+    dispatch_release(cleaned);
+    dispatch_release(q);
+}
+
 static void test_close_stop(void)
 {
     int p[2];
@@ -169,6 +235,7 @@ int main(void)
 {
     RUN(test_oneshots);
     RUN(test_random_file);
+    RUN(test_random_negative_offset);
     RUN(test_close_stop);
     TEST_MAIN_END();
 }

@@ -39,9 +39,18 @@
 #pragma GCC poison __DISPATCH_PUBLIC__ __DISPATCH_INDIRECT__
 #endif
 
-/* What <dispatch/dispatch.h> includes on Linux, which code written for it may rely on. */
+/* What <dispatch/dispatch.h> includes on Linux, which code written for it may rely on (its
+ * os/generic_unix_base.h brings <sys/param.h> and <sys/sysmacros.h>, its source.h
+ * <signal.h>: `signal(SIGPIPE, SIG_IGN)` compiles with the dispatch header alone). */
+#include <sys/param.h>
 #include <sys/types.h>
+#if defined(__has_include)
+#if __has_include(<sys/sysmacros.h>)
+#include <sys/sysmacros.h>
+#endif
+#endif
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>

@@ -973,8 +973,13 @@ void cq__io_op_start(struct cq__io_op *op)
     int err = ch->err ? ch->err : op->stopped || ch->stopped ? ECANCELED : 0;
     if (!op->finished && err == 0 && ch->is_file) {
         if (ch->type == CQ_IO_RANDOM) {
-            err = op->offset < 0 ? EINVAL : 0;
-            op->offset += ch->base;
+            /* Relative to the position at creation: a negative offset reaches back from it (as
+             * in libdispatch), but not before the file's start. */
+            if (op->offset < -ch->base || op->offset > INT64_MAX - ch->base) {
+                err = EINVAL;
+            } else {
+                op->offset += ch->base;
+            }
         } else {
             op->offset = ch->pos;
         }

@@ -38,7 +38,8 @@ struct cq__wait_ops {
     bool (*timed_out)(void *ctx);
 };
 
-/* Waits as above; 0 when done, 1 on timeout. */
+/* Waits as above; 0 when done; on timeout -1 with errno ETIMEDOUT, which is what libdispatch
+ * returns on Linux (code ported from it may test for -1). */
 CQ_INLINE intptr_t cq__wait(const struct cq__wait_ops *ops, void *ctx, cq_time_t timeout)
 {
     if (timeout != CQ_TIME_NOW) {
@@ -58,7 +59,8 @@ CQ_INLINE intptr_t cq__wait(const struct cq__wait_ops *ops, void *ctx, cq_time_t
             return 0;
         }
         if (ops->timed_out(ctx)) {
-            return 1;
+            errno = ETIMEDOUT;
+            return -1;
         }
         dl = NULL;
     }
@@ -79,13 +81,16 @@ CQ_INLINE intptr_t cq__wait(const struct cq__wait_ops *ops, void *ctx, cq_time_t
                 break;
             }
             if (ops->timed_out(ctx)) {
-                result = 1;
+                result = -1;
                 break;
             }
             dl = NULL; /* a waker counted us: its wake-up is on the way */
         }
     }
     cq__pool_block_end(&block);
+    if (result != 0) {
+        errno = ETIMEDOUT; /* after the block bracket, which may have made system calls */
+    }
     return result;
 }
 

@@ -45,7 +45,7 @@ CQ_EXPORT void cq_group_async_f(cq_group_t group, cq_queue_t queue, void *contex
 /*
  * cq_group_wait
  *   Waits until the group is empty or `timeout` passes. Returns 0 if the group was empty,
- *   non-zero on timeout. Returns at once for an empty group. A pool worker that waits first
+ *   non-zero on timeout (-1 with errno ETIMEDOUT, as libdispatch on Linux). Returns at once for an empty group. A pool worker that waits first
  *   runs the group's own tasks from its local run queue (fork-join children come straight back
  *   to their parent), then hands its CPU to a spare thread, so waiting inside tasks never
  *   starves the pool. Thread-safe: any number of threads may wait on one group at once.

@@ -23,7 +23,9 @@
  *   CQ_IO_STREAM  reads run one after another, in order, at the descriptor's position; so do
  *                 writes (a read and a write may overlap); `offset` is ignored.
  *   CQ_IO_RANDOM  a regular file (or another seekable descriptor); `offset` is relative to the
- *                 file position the channel was created at; operations may run concurrently.
+ *                 file position the channel was created at (negative reaches back from it; an
+ *                 operation that would start before the file's start fails with EINVAL);
+ *                 operations may run concurrently.
  * A barrier (cq_io_barrier_f) runs on the channel's queue after every operation submitted
  * before it has finished its I/O, and before any submitted after it starts.
  *

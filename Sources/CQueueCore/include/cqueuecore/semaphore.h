@@ -28,7 +28,8 @@ CQ_EXPORT cq_semaphore_t cq_semaphore_create(intptr_t value) CQ_WARN_RESULT;
  * cq_semaphore_wait
  *   Decrements the count; if it was not positive, waits until a signal or `timeout` (a
  *   cq_time_t: CQ_TIME_NOW tries without waiting, CQ_TIME_FOREVER waits forever). Returns 0 when
- *   it got the resource, non-zero on timeout (the count is then restored). One atomic operation
+ *   it got the resource, non-zero on timeout (-1 with errno ETIMEDOUT, as libdispatch on Linux;
+ *   the count is then restored). One atomic operation
  *   when a resource is available; a bounded spin, then a futex sleep. A pool worker that has to
  *   sleep hands its CPU to a spare thread first. Acquire ordering. Thread-safe: any number of
  *   threads may wait at once; each signal wakes at most one of them.
