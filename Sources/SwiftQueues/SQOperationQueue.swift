@@ -173,7 +173,8 @@ open class SQOperationQueue: @unchecked Sendable, CustomStringConvertible {
         set { setSuspended(newValue) }
     }
 
-    /// A name for debugging; `"SQOperationQueue 0x…"` unless set.
+    /// A name for debugging; `"SQOperationQueue 0x…"` unless set, and again after it is set to
+    /// `nil` (Foundation on Linux then reads back `""`).
     ///
     /// Thread-safe. Foundation: `OperationQueue.name`.
     open var name: String? {
