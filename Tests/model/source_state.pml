@@ -17,13 +17,15 @@
  *             comes off its (concurrent) target queue. Options: SUSPENDER (a thread that calls
  *             cq_suspend then cq_resume: its resume may be the first), CANCELLER
  *             (cq_source_cancel), READY_EVENT (the second merger's event is a readiness one,
- *             FIRED without data, as the reactor sends for READ/WRITE), ONE_WORKER.
+ *             FIRED without data, as the reactor sends for READ/WRITE), ONE_WORKER, LATE_REG
+ *             (a thread that sets a registration handler at any time: one set once the
+ *             registration's turn has come is due at once, as in libdispatch).
  *   REACTOR   a TIMER source: the first cq_resume queues REGISTER, a canceller queues
  *             UNREGISTER, a reactor thread pops the source's command batches (the command word
  *             is OR-ed by senders and exchanged to 0 by the reactor: REGISTER|UNREGISTER
  *             together is the "never registered" path) and, while the source is registered,
  *             may fire the timer once (a count; NO_FIRE: never). Options: SUSPENDER (then a
- *             resume that is not the first sends RESUMED), ONE_WORKER.
+ *             resume that is not the first sends RESUMED), ONE_WORKER, LATE_REG.
  * Every user thread holds an external reference of its own and drops it when done
  * (cq_release), as test_resume_cancel_race does; the internal count has the external
  * references' one, the reactor's, the command list's and the handler item's.
@@ -31,7 +33,8 @@
  * Checked:
  *   - the handler item runs on one thread at a time, the SCHEDULED holder, and is never on its
  *     target twice; handlers run only there (never concurrently with themselves); the
- *     registration handler runs at most once and before any event handler; the cancel
+ *     registration handler runs at most once and before any event handler (with LATE_REG: once
+ *     more for a handler set after the registration, later); the cancel
  *     handler runs at most once and no handler runs after it; an invocation that begins after
  *     cq_suspend returned runs no handler while that suspension lasts (6f79381);
  *   - in every state (a separate process): if the handler item has something to do (wants_run
@@ -58,26 +61,32 @@
  * Configurations checked (spin_check.sh runs each; states stored, time on the 2-core machine;
  * memory with -DCOLLAPSE):
  *   default                                 561,032 states, 0.5 s
- *   READY_EVENT                           1,147,786 states, 1 s
+ *   READY_EVENT                           1,146,107 states, 1 s
  *   SUSPENDER ONE_WORKER                  5,231,934 states, 6 s, 420 MB
- *   CANCELLER ONE_WORKER                  8,512,578 states, 10 s, 560 MB
- *   REACTOR                               2,865,263 states, 3 s
- *   REACTOR SUSPENDER NO_FIRE ONE_WORKER  4,794,519 states, 5 s
+ *   CANCELLER ONE_WORKER                  7,968,401 states, 10 s, 560 MB
+ *   REACTOR                               2,987,805 states, 3 s
+ *   REACTOR SUSPENDER NO_FIRE ONE_WORKER  4,651,887 states, 5 s
+ *   LATE_REG ONE_WORKER                   3,524,159 states, 4 s, 350 MB
+ *   REACTOR LATE_REG NO_FIRE ONE_WORKER     961,959 states, 1 s
  * Larger ones exceed what CI can spend (30 s and 1 GB each); run once by hand, 0 errors:
  * SUSPENDER (two workers) 65 million states, 110 s, 3.6 GB; CANCELLER (two workers) 99 million,
- * 200 s, 5.2 GB; REACTOR SUSPENDER ONE_WORKER (with the fire) 30 million, 47 s, 1.5 GB.
+ * 200 s, 5.2 GB; REACTOR SUSPENDER ONE_WORKER (with the fire) 30 million, 47 s, 1.5 GB;
+ * REACTOR LATE_REG ONE_WORKER (with the fire) 7.5 million, 10 s, 530 MB.
  * check:
  * check: -DREADY_EVENT
  * check: -DSUSPENDER -DONE_WORKER
  * check: -DCANCELLER -DONE_WORKER
  * check: -DREACTOR
  * check: -DREACTOR -DSUSPENDER -DNO_FIRE -DONE_WORKER
+ * check: -DLATE_REG -DONE_WORKER
+ * check: -DREACTOR -DLATE_REG -DNO_FIRE -DONE_WORKER
  *
  * Seeded bugs (spin_check.sh builds each, in the configuration given, and requires spin to
  * find a violation): the two bugs fixed by commit 601d660, and the behaviour 6f79381 changed.
  * mutant: BUG_NO_PENDING_RECHECK: no second look at pending after the item cleared SCHEDULED
  * mutant: BUG_CANCEL_UNREGISTER_EARLY -DREACTOR: cancel queues UNREGISTER as soon as ACTIVATED
  * mutant: BUG_HANDLER_WHILE_SUSPENDED -DSUSPENDER -DONE_WORKER: handlers run while suspended
+ * mutant: BUG_REG_CLEAR_APART -DLATE_REG -DONE_WORKER: REG_DONE and the clear in two steps
  * (NO_INVARIANT leaves the every-state check out, to see what the quiescence checks find alone.)
  */
 
@@ -91,6 +100,7 @@
 #define REGISTERED_NEW  64
 #define NO_REACTOR      128
 #define REG_QUEUED      256
+#define REG_DONE        512
 #define SUSP_ONE        1024
 #define SUSP_MASK       (7 * SUSP_ONE)
 
@@ -139,6 +149,7 @@ byte in_window;          /* threads between a change and the end of their source
 bool stranded;           /* the invariant below failed */
 bool user_suspended;     /* the suspender's cq_suspend returned, its resume's CAS is to come */
 byte reg_ran, cancel_ran;
+byte late_due;           /* registration handlers the late setter made due (LATE_REG) */
 bool reactor_ref;        /* the reactor's reference was given (resume) and not yet dropped */
 byte item_refs;          /* the handler item's references (a new one may be taken before the
                           * invocation that let go drops its own) */
@@ -362,13 +373,19 @@ inline source_invoke()
     :: else ->
         if
         :: (st & REGISTERED_NEW) ->
-            d_step {                                /* and ~REGISTERED_NEW, relaxed */
-                state = state & ~REGISTERED_NEW;
+#ifdef BUG_REG_CLEAR_APART
+            d_step { state = state | REG_DONE }     /* REG_DONE, then the clear apart */
+#endif
+            d_step {                                /* CAS -> (st | REG_DONE) & ~REGISTERED_NEW,
+                                                     * seq_cst: one step; st is what it saw */
+                st = state;
+                state = (st | REG_DONE) & ~REGISTERED_NEW;
                 if
                 :: !(st & CANCELED) ->              /* the registration handler */
-                    handler(); assert(reg_ran == 0); reg_ran++
+                    handler(); reg_ran++; assert(reg_ran <= 1 + late_due)
                 :: else
-                fi                                  /* (drop_handler :396: not modelled) */
+                fi                                  /* (the records and their drop: not
+                                                     * modelled) */
             }
         :: else
         fi;
@@ -387,7 +404,7 @@ inline source_invoke()
                 pending = 0;
                 if
                 :: fired || data != 0 ->            /* the event handler */
-                    handler(); assert(reg_ran == 1); delivered = delivered + data
+                    handler(); assert(reg_ran >= 1); delivered = delivered + data
                 :: else
                 fi;
                 data = 0; fired = false
@@ -605,6 +622,25 @@ proctype canceller()
     xref_release()
 }
 
+/* LATE_REG: cq_source_set_registration_handler_f at any time (the record's seq_cst exchange is
+ * not modelled), then cq__source_registration_handler_set (source.c): if the registration's
+ * turn has come (REG_DONE) and the source is not canceled, the new handler is due (or
+ * REGISTERED_NEW, release) and source_wake; then cq_release. */
+proctype late_setter()
+{
+    short st;
+    bool ok;
+    d_step { assert(!freed); st = state }           /* load, seq_cst */
+    if
+    :: (st & REG_DONE) && !(st & CANCELED) ->
+        d_step { state = state | REGISTERED_NEW; late_due++; in_window++ }
+        source_wake()                               /* */
+    :: else
+    fi;
+    d_step { st = 0 };
+    xref_release()
+}
+
 /* The invariant, in every reachable state: something to do, not SCHEDULED, and nobody about
  * to schedule it is a stranded source. */
 #ifndef NO_INVARIANT
@@ -625,10 +661,15 @@ end:
 #else
 #define NCANCEL 0
 #endif
-#ifdef REACTOR
-#define NUSERS (1 + NSUSP + NCANCEL)
+#ifdef LATE_REG
+#define NLATE 1
 #else
-#define NUSERS (3 + NSUSP + NCANCEL)
+#define NLATE 0
+#endif
+#ifdef REACTOR
+#define NUSERS (1 + NSUSP + NCANCEL + NLATE)
+#else
+#define NUSERS (3 + NSUSP + NCANCEL + NLATE)
 #endif
 
 init
@@ -656,6 +697,9 @@ init
 #ifdef CANCELLER
         run canceller();
 #endif
+#ifdef LATE_REG
+        run late_setter();
+#endif
     }
     (users_done == NUSERS);
     timeout ->
@@ -667,7 +711,8 @@ init
     :: (state & CANCELED) ->
         assert(cancel_ran == 1 && (state & CANCEL_DONE))
     :: else ->
-        assert(pending == 0 && delivered == merged && !(state & FIRED) && cancel_ran == 0)
+        assert(pending == 0 && delivered == merged && !(state & FIRED) && cancel_ran == 0);
+        assert(reg_ran == 1 + late_due)             /* each registration handler ran once */
     fi;
     assert(freed && ref == 0 && xref == 0 && item_refs == 0 && !reactor_ref && list_ref == 0)
 }
