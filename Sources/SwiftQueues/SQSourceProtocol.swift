@@ -74,7 +74,8 @@ public protocol SQSourceProtocol: AnyObject, Sendable {
 
     /// Sets the closure run once when the source has started watching, right after the first
     /// ``activate()``/``resume()`` (`nil` removes it). It does not run if the source is cancelled
-    /// first. Set it before activating. It is released after it has run.
+    /// first. One set on a source that has already started watching runs once, as soon as it
+    /// can (as in Dispatch). It is released after it has run.
     ///
     /// `qos` and `flags` are accepted and ignored, as for the event handler. Thread-safe; never
     /// blocks. Dispatch: `DispatchSourceProtocol.setRegistrationHandler(qos:flags:handler:)`.

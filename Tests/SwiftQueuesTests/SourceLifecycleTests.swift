@@ -111,6 +111,29 @@ import Testing
         #expect(eventsBeforeRegistration.value == 0)
     }
 
+    @Test func testRegistrationHandlerSetLateRunsOnce() {
+        // Dispatch: a registration handler set on a source already registered runs at once.
+        let q = SQQueue(label: "registration-late")
+        let source = SQSource.makeUserDataAddSource(queue: q)
+        let event = SQSemaphore(value: 0)
+        let registered = SQSemaphore(value: 0)
+        let registrations = Counter()
+        source.setEventHandler { event.signal() }
+        source.activate()
+        source.add(data: 1)
+        #expect(event.wait(timeout: patience()) == .success)  // registered by now
+        source.setRegistrationHandler {
+            registrations.add()
+            registered.signal()
+        }
+        #expect(registered.wait(timeout: patience()) == .success)
+        source.add(data: 1)
+        #expect(event.wait(timeout: patience()) == .success)
+        #expect(registered.wait(timeout: shortly()) == .timedOut)  // once only
+        #expect(registrations.value == 1)
+        source.cancel()
+    }
+
     @Test func testCancelBeforeActivationRunsOnlyTheCancelHandler() {
         let q = SQQueue(label: "cancel-inactive")
         let source = SQSource.makeUserDataAddSource(queue: q)
