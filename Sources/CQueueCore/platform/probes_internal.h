@@ -56,6 +56,12 @@
 #ifndef _SDT_HAS_SEMAPHORES
 #define _SDT_HAS_SEMAPHORES 1
 #endif
+/* Registers or constants only: by default an argument may also be a memory operand, which the
+ * compiler writes as `offset+symbol(%rip)` for a global (thread_limit's), a form perf's
+ * argument parser rejects (the event then has no fields). */
+#if !defined(STAP_SDT_ARG_CONSTRAINT) && (defined(__x86_64__) || defined(__aarch64__))
+#define STAP_SDT_ARG_CONSTRAINT nr
+#endif
 #include <sys/sdt.h>
 
 #define CQ__PROBE_SEM(name) swiftqueues_##name##_semaphore

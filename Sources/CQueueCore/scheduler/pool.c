@@ -398,6 +398,11 @@ void cq__pool_introspect(void (*pool)(void *ctx, const struct cq_introspect_pool
             .unparks = cq__load(&p->n_unparks, relaxed),
         };
         pthread_mutex_lock(&cq__pool.lock); /* p->idle and p->thread */
+        if (p->thread != NULL && cq__load(&p->thread->tid, relaxed) != 0) {
+            /* the thread that holds it now, running or parked (p->tid is set only when a task
+             * runs: a worker that has parked without one would show none) */
+            d.tid = cq__load(&p->thread->tid, relaxed);
+        }
         if (cq__load(&p->retired, relaxed)) {
             d.state = CQ_INTROSPECT_WORKER_RETIRED;
         } else if (p->idle) {

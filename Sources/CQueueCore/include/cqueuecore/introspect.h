@@ -2,8 +2,8 @@
  * CQueueCore — introspection: what the runtime is doing right now, for tools, tests and a hung
  * service (docs/profiling.md).
  *
- * cq_introspect() walks every live queue (the global queues, the main queue and every queue
- * created and not yet freed), the pool's workers and every live source, calling the visitor's
+ * cq_introspect() walks the pool's workers, every live queue (the global queues, the main queue
+ * and every queue created and not yet freed) and every live source, calling the visitor's
  * functions with a description of each. The descriptions are read without stopping anything:
  * each is a consistent-enough snapshot of a moving object, not of the runtime as a whole.
  * cq_introspect_dump() prints them. With CQ_DUMP_SIGNAL set in the environment (a signal
@@ -54,7 +54,8 @@ struct cq_introspect_worker {
     uint32_t index;                     /* run queue (proc) number */
     uint32_t band;                      /* 0 normal, 1 express, 2 background */
     cq_introspect_worker_state_t state;
-    int32_t tid;                        /* the thread running it last (0: none yet) */
+    int32_t tid; /* the thread holding it (running or parked), else the one that ran it last
+                  * (0: none yet) */
     bool extra;                         /* added by the monitor for blocked workers */
     uint64_t tasks_run, steals, parks, unparks; /* as struct cq_runtime_counters, this worker's */
 };
@@ -65,7 +66,7 @@ struct cq_introspect_pool {
     uint32_t thread_limit;
     uint32_t blocked;        /* pool threads blocked in a runtime wait (semaphore, group, sync) */
     uint32_t spares_parked;  /* spare threads parked, ready to replace a blocked worker */
-    uint32_t blocked_in_tasks; /* workers whose task sleeps in the kernel (monitor's last look) */
+    uint32_t blocked_in_tasks; /* as struct cq_runtime_info's */
 };
 
 struct cq_introspect_source {
@@ -91,8 +92,8 @@ struct cq_introspect_visitor {
 
 /*
  * cq_introspect
- *   Calls the visitor for the pool (once), every live queue (global queues first, then the
- *   main queue, then created queues, oldest first), every worker, and every live source.
+ *   Calls the visitor for the pool (once), every worker, every live queue (global queues
+ *   first, then the main queue, then created queues, oldest first), and every live source.
  *   Thread-safe; not async-signal-safe. Starts the thread pool if it is not running.
  */
 CQ_EXPORT void cq_introspect(const struct cq_introspect_visitor *visitor, void *ctx);

@@ -14,13 +14,20 @@ struct cq_runtime_info {
                                    ones added by the monitor */
     uint32_t threads;           /* runtime threads alive now (workers, spares, blocked waiters) */
     uint32_t threads_peak;      /* the most runtime threads alive at once so far */
-    uint32_t thread_limit;      /* hard cap on runtime threads (CQ_THREAD_LIMIT in the environment) */
+    /* Hard cap on runtime threads: CQ_THREAD_LIMIT in the environment (default
+     * max(255, 16 x workers)), clamped to at least 2 x workers + 1 (every band's workers must
+     * be able to run) with a one-line message (docs/misuse.md) */
+    uint32_t thread_limit;
     uint32_t spares_parked;     /* spare threads parked, ready to take over a blocked worker's CPU */
     uint32_t blocked;           /* pool threads blocked in a runtime wait right now */
     uint32_t limit_reached;     /* times the thread limit stopped the runtime from adding a thread */
     uint64_t handoffs;          /* CPUs handed to a spare thread by a worker about to block */
     uint64_t monitor_spawns;    /* extra run queues added by the monitor for blocked workers */
-    uint32_t blocked_in_tasks;  /* workers whose task sleeps in the kernel (the monitor's last look) */
+    /* Workers whose task the monitor found asleep in the kernel (2 ms, two looks in a row) while
+     * work of their band waited behind them, at its last look. The monitor looks only while
+     * work waits: once an extra worker has taken that work, or with nothing waiting, this is
+     * 0 even if a task still sleeps (its worker shows as running). */
+    uint32_t blocked_in_tasks;
     uint32_t background_procs;  /* run queues for background work (their threads run at nice 19) */
     uint64_t express_wakeups;   /* high-priority arrivals that woke the express worker because
                                    every normal worker was busy */
@@ -64,8 +71,8 @@ CQ_EXPORT size_t cq_runtime_get_counters(struct cq_runtime_counters *out, size_t
 /*
  * cq_runtime_set_thread_naming
  *   When on, a pool thread that drains a serial queue takes the queue's label as its thread
- *   name (the label's last 15 characters, what the kernel keeps) and takes its own name (cq-N)
- *   back when it next runs other work or sleeps, so `perf report --sort comm`, `top -H` and
+ *   name (the label's last 15 characters, what the kernel keeps) and takes its own name
+ *   (cq-worker-N, cq-high-N, cq-bg-N) back when it next runs other work or sleeps, so `perf report --sort comm`, `top -H` and
  *   /proc/PID/task/TID/comm show which queue runs. Each change is one prctl() (a microsecond
  *   or two): free while a worker stays on one queue, up to two per task when every task is a
  *   drain of its own on alternating queues; off, the cost is a load per task. Off by default; the
