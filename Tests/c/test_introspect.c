@@ -119,6 +119,44 @@ static void signal_sema(void *ctx)
     cq_semaphore_signal(ctx);
 }
 
+/* Every worker that has a thread names it, also one that parked without running a task (it
+ * showed tid 0: the tid was recorded only when a task ran). Run first, before other tests give
+ * every worker a task. */
+static void test_worker_tids(void)
+{
+    cq_semaphore_t done = cq_semaphore_create(0);
+    cq_async_f(cq_get_global_queue(CQ_QUEUE_PRIORITY_DEFAULT, 0), done, signal_sema);
+    CHECK(cq_semaphore_wait(done, cq_test_deadline()) == 0);
+    cq_release(done);
+    /* The workers settle (park) on their own; look until none is running or searching. */
+    struct seen *s = NULL;
+    for (int i = 0; i < 2000; i++) {
+        free(s);
+        s = look();
+        bool settled = true;
+        for (int k = 0; k < s->nworkers; k++) {
+            settled &= s->w[k].state != CQ_INTROSPECT_WORKER_RUNNING &&
+                        s->w[k].state != CQ_INTROSPECT_WORKER_SEARCHING;
+        }
+        if (settled) {
+            break;
+        }
+        usleep(5000);
+    }
+    int parked = 0;
+    for (int k = 0; k < s->nworkers; k++) {
+        if (s->w[k].state == CQ_INTROSPECT_WORKER_PARKED) {
+            parked++;
+            char path[64];
+            snprintf(path, sizeof path, "/proc/self/task/%d", (int)s->w[k].tid);
+            CHECK(s->w[k].tid > 0);
+            CHECK(access(path, F_OK) == 0); /* a thread of this process */
+        }
+    }
+    CHECK(parked >= 1);
+    free(s);
+}
+
 static void test_queues_workers_sources(void)
 {
     cq_queue_t serial = cq_queue_create("intro.serial", CQ_QUEUE_SERIAL);
@@ -336,6 +374,7 @@ int main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "--dump-child") == 0) {
         dump_child();
     }
+    RUN(test_worker_tids);
     RUN(test_queues_workers_sources);
     RUN(test_freed_queue_leaves);
     RUN(test_dump_signal);
