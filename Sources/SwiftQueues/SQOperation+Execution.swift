@@ -35,18 +35,27 @@ extension SQOperation {
         switch outcome {
         case .run:
             SQRuntime.probeOperationState(self, .executing)
-            if type(of: self) == SQBlockOperation.self {
-                // A plain block operation: nothing overrides main(finish:), whose default this
-                // is, written out without the Finisher's reference.
-                main()
-                SQOperationContext.finishAsLastStep(self)
+            if byQueue {
+                runMain()
             } else {
-                main(finish: Finisher(self))
+                SQOperationContext.runStartedByHand(self) { runMain() }
             }
         case .finishCancelled:
             SQOperationContext.finishAsLastStep(self)
         case .misuse(let problem):
             sqOperationMisuse("SQOperation.start(): \(self) \(problem)")
+        }
+    }
+
+    /// The default start's call of ``main(finish:)``.
+    private func runMain() {
+        if type(of: self) == SQBlockOperation.self {
+            // A plain block operation: nothing overrides main(finish:), whose default this
+            // is, written out without the Finisher's reference.
+            main()
+            SQOperationContext.finishAsLastStep(self)
+        } else {
+            main(finish: Finisher(self))
         }
     }
 

@@ -9,7 +9,9 @@ extension SQOperation {
             // too (the block runs once the operation is finished).
             return
         }
-        if SQOperationContext.current?.pointee.operation === self {
+        if SQOperationContext.current?.pointee.operation === self
+            || SQOperationContext.isStartedByHandHere(self)
+        {
             sqOperationMisuse(
                 "SQOperation.waitUntilFinished(): \(self) waits for itself from inside its own "
                     + "start(); that would wait for ever")

@@ -44,6 +44,41 @@ internal struct SQOperationContext {
     /// runs.
     private static let completionKey = makeKey()
 
+    /// The thread-specific key of the innermost ``ManualStart`` of the calling thread.
+    private static let manualStartKey = makeKey()
+
+    /// An operation whose ``SQOperation/start()`` the calling thread runs outside any queue
+    /// (started by hand), linked to the one it runs inside, if any. On the stack of the start.
+    private struct ManualStart {
+        unowned(unsafe) let operation: SQOperation
+        let outer: UnsafeMutableRawPointer?
+    }
+
+    /// Runs `body` (the default start's call of `main`) naming `operation` as started by hand
+    /// on this thread, so that waiting for it from there stops with a message instead of
+    /// waiting for ever (see ``isStartedByHandHere(_:)``).
+    static func runStartedByHand(_ operation: SQOperation, _ body: () -> Void) {
+        var node = ManualStart(operation: operation, outer: pthread_getspecific(manualStartKey))
+        withUnsafeMutablePointer(to: &node) { node in
+            _ = pthread_setspecific(manualStartKey, node)
+            body()
+            _ = pthread_setspecific(manualStartKey, node.pointee.outer)
+        }
+    }
+
+    /// Whether the calling thread is inside `operation`'s start by hand (at any depth: an
+    /// operation started by hand from another's `main`).
+    static func isStartedByHandHere(_ operation: SQOperation) -> Bool {
+        var cursor = pthread_getspecific(manualStartKey)
+        while let node = cursor?.assumingMemoryBound(to: ManualStart.self) {
+            if node.pointee.operation === operation {
+                return true
+            }
+            cursor = node.pointee.outer
+        }
+        return false
+    }
+
     /// Runs `operation`'s completion block, naming the operation as the one whose completion
     /// block this thread runs (see ``operationRunningCompletion()``): waiting for it there must
     /// return at once, its finish waits for the block.

@@ -198,6 +198,27 @@ final class SelfWaitingOperation: SQOperation, @unchecked Sendable {
         #expect(Self.message(result).contains("waits for itself from inside its own start()"))
     }
 
+    @Test func testWaitingForItselfWhenStartedByHand() async {
+        // Started by hand (no queue), directly and from inside another operation started by
+        // hand: it waited for ever before.
+        let direct = await #expect(
+            processExitsWith: .failure, observing: [\.standardErrorContent]
+        ) {
+            SelfWaitingOperation().start()
+        }
+        #expect(Self.message(direct).contains("waits for itself from inside its own start()"))
+        let nested = await #expect(
+            processExitsWith: .failure, observing: [\.standardErrorContent]
+        ) {
+            let outer = SQBlockOperation()
+            outer.addExecutionBlock {
+                SQBlockOperation { outer.waitUntilFinished() }.start()
+            }
+            outer.start()
+        }
+        #expect(Self.message(nested).contains("waits for itself from inside its own start()"))
+    }
+
     @Test func testWaitingForTheQueueFromACompletionBlock() async {
         let result = await #expect(
             processExitsWith: .failure, observing: [\.standardErrorContent]
