@@ -40,6 +40,7 @@
  * file or the stream. Writes go one request at a time.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -499,6 +500,33 @@ static void stream_event(void *ctx)
     stream_step(ctx, false);
 }
 
+/* writev that never raises SIGPIPE: a pipe whose reader has gone fails with EPIPE, as a socket
+ * does through MSG_NOSIGNAL, instead of killing the process (libdispatch dies there). Runtime
+ * threads block SIGPIPE from birth (platform/thread_start.c), so only a step on a thread of
+ * the program's own (an operation started on the calling thread) needs this: SIGPIPE is
+ * blocked around the call, and the one our write raised is taken back before the mask is
+ * restored (an unblocked SIGPIPE cannot have been pending before). Two system calls more, on
+ * such threads only. */
+static ssize_t writev_no_sigpipe(int fd, const struct iovec *iov, int cnt)
+{
+    sigset_t pipe_only, old;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    if (cq__tls.thread != NULL || pthread_sigmask(SIG_BLOCK, &pipe_only, &old) != 0) {
+        return writev(fd, iov, cnt); /* a pool thread: blocked already */
+    }
+    ssize_t r = writev(fd, iov, cnt);
+    int e = errno;
+    if (r < 0 && e == EPIPE && !sigismember(&old, SIGPIPE)) {
+        struct timespec none = {0, 0};
+        while (sigtimedwait(&pipe_only, NULL, &none) < 0 && errno == EINTR) {
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = e;
+    return r;
+}
+
 static void stream_step(struct cq__io_op *op, bool owned)
 {
     struct cq_io_s *ch = op->ch;
@@ -578,7 +606,7 @@ static void stream_step(struct cq__io_op *op, bool owned)
                 struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)cnt};
                 r = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
             } else {
-                r = writev(fd, iov, cnt);
+                r = writev_no_sigpipe(fd, iov, cnt);
             }
             e = errno;
             pthread_mutex_lock(&ch->lock);

@@ -47,7 +47,9 @@
  * operation's queue (at most 16 pieces before the queue's other work runs).
  *
  * Errors never crash: a descriptor that is not open (at create, or closed under the channel)
- * ends operations with EBADF; a path that cannot be opened ends them with open()'s errno.
+ * ends operations with EBADF; a path that cannot be opened ends them with open()'s errno; a
+ * write to a pipe or socket whose reader has gone ends with EPIPE, and raises no SIGPIPE
+ * (libdispatch's kills a program that keeps SIGPIPE's default action).
  * Misuse aborts with a message: a NULL channel, queue or handler, an unknown type or flag.
  */
 #ifndef CQUEUECORE_IO_H
