@@ -212,6 +212,13 @@ static void release_suspended(void *arg)
     cq_release(q);
 }
 
+static void release_inactive(void *arg)
+{
+    (void)arg;
+    cq_queue_t q = cq_queue_create_inactive("released-inactive", NULL);
+    cq_release(q);
+}
+
 static void release_suspended_source(void *arg)
 {
     (void)arg;
@@ -532,7 +539,8 @@ static void leave_without_enter(void *arg)
 }
 
 __attribute__((unused)) /* skipped under TSan */
-static void group_enter_overflow(void *arg)
+static void
+group_enter_overflow(void *arg)
 {
     (void)arg;
     cq_group_t g = cq_group_create();
@@ -744,6 +752,19 @@ static void bad_environment(void *arg)
     (void)arg;
     setenv("CQ_WORKERS", "lots", 1);
     setenv("CQ_THREAD_LIMIT", "0", 1);
+    struct cq_runtime_info info;
+    cq_runtime_get_info(&info);
+    CHECK(info.workers >= 1);
+    CHECK_EQ(info.thread_limit, info.workers * 16 > 255 ? info.workers * 16 : 255);
+}
+
+/* A leading blank is not a number (it was taken: " 4" gave 4 workers, while "4 " was
+ * refused); a value set to nothing counts as unset, silently. */
+static void blank_environment(void *arg)
+{
+    (void)arg;
+    setenv("CQ_WORKERS", " 4", 1);
+    setenv("CQ_THREAD_LIMIT", "", 1);
     struct cq_runtime_info info;
     cq_runtime_get_info(&info);
     CHECK(info.workers >= 1);
@@ -1038,6 +1059,11 @@ static void test_objects(void)
                  "CQueueCore: cq_release: last reference to queue \"released-suspended\" (0x",
                  ") released while it is suspended (resume it first: its tasks could never "
                  "run)");
+    /* Inactive, never suspended: the advice is to activate it (resuming it aborts). */
+    EXPECT_ABORT("release-inactive", release_inactive,
+                 "CQueueCore: cq_release: last reference to queue \"released-inactive\" (0x",
+                 ") released while it is inactive (activate it first with cq_activate: its "
+                 "tasks could never run)");
     EXPECT_ABORT("release-suspended-source", release_suspended_source,
                  "CQueueCore: cq_release: last reference to source 0x",
                  " released while it is suspended (resume it first: its cancel handler "
@@ -1233,6 +1259,11 @@ static void test_reports(void)
         {"CQueueCore: ignoring CQ_THREAD_LIMIT=0 (expected a positive number)\n", 1},
         {NULL, 0}};
     expect_report("bad-environment", bad_environment, NULL, env);
+    static const struct expected_line blank[] = {
+        {"CQueueCore: ignoring CQ_WORKERS= 4 (expected a positive number)\n", 1},
+        {"CQ_THREAD_LIMIT", 0},
+        {NULL, 0}};
+    expect_report("environment-blank", blank_environment, NULL, blank);
 
     static const struct expected_line words[] = {
         {"CQueueCore: ignoring CQ_THREAD_NAMES=abc (expected 0, 1, or a number of milliseconds "

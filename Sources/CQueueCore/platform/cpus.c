@@ -21,12 +21,13 @@ uint32_t cq__env_u32(const char *name, uint32_t dflt)
 {
     const char *v = getenv(name);
     if (v == NULL || *v == '\0') {
-        return dflt;
+        return dflt; /* unset, or set to nothing (`CQ_WORKERS= prog`): the default */
     }
     char *end;
     errno = 0;
     unsigned long n = strtoul(v, &end, 10);
-    if (*end != '\0' || n == 0 || errno == ERANGE || v[0] == '-' || n > UINT32_MAX) {
+    /* digits only: strtoul would also take leading blanks and a sign */
+    if (*end != '\0' || n == 0 || errno == ERANGE || v[0] < '0' || v[0] > '9' || n > UINT32_MAX) {
         cq__report("ignoring %s=%s (expected a positive number)", name, v);
         return dflt;
     }

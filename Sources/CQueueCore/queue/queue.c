@@ -506,6 +506,11 @@ static void queue_xref_dispose(struct cq__object *o)
 {
     struct cq_queue_s *q = (struct cq_queue_s *)o;
     if (cq__unlikely(cq__load(&q->state, relaxed) & CQ__QS_SUSPEND_MASK)) {
+        if (cq__load(&q->obj.inactive, relaxed) && q->obj.cls->suspended(&q->obj) <= 1) {
+            cq__crash("cq_release: last reference to %s released while it is inactive "
+                      "(activate it first with cq_activate: its tasks could never run)",
+                      CQ_DESCRIBE(q));
+        }
         cq__crash("cq_release: last reference to %s released while it is suspended "
                   "(resume it first: its tasks could never run)",
                   CQ_DESCRIBE(q));
