@@ -44,60 +44,65 @@ static cq_data_t some_bytes(void)
     return cq_data_create_f(text, sizeof text - 1, NULL, CQ_DATA_DESTRUCTOR_DEFAULT);
 }
 
-static void check_no_sigpipe_left(const sigset_t *mask_before)
+/* One write to a pipe whose reader has gone, through `submit` (the one-shot call or a
+ * channel): it must end with EPIPE, leaving the thread's mask as it was and no SIGPIPE
+ * pending. */
+struct closed_pipe {
+    int fd;
+    cq_queue_t queue;
+    cq_data_t data;
+    struct write_result result;
+};
+
+static void write_to_closed_pipe(const char *label, void (*submit)(struct closed_pipe *))
 {
-    sigset_t mask, pending;
+    sigset_t before, mask, pending;
+    REQUIRE(pthread_sigmask(SIG_SETMASK, NULL, &before) == 0);
+    int p[2];
+    REQUIRE(pipe(p) == 0);
+    close(p[0]);
+    struct closed_pipe c = {
+        p[1], cq_queue_create(label, CQ_QUEUE_SERIAL), some_bytes(), {cq_semaphore_create(0), -1}};
+    submit(&c);
+    CHECK(cq_semaphore_wait(c.result.done, cq_test_deadline()) == 0);
+    CHECK_EQ(c.result.error, EPIPE);
     REQUIRE(pthread_sigmask(SIG_SETMASK, NULL, &mask) == 0);
-    CHECK(sigismember(&mask, SIGPIPE) == sigismember(mask_before, SIGPIPE));
+    CHECK(sigismember(&mask, SIGPIPE) == sigismember(&before, SIGPIPE));
     REQUIRE(sigpending(&pending) == 0);
     CHECK(!sigismember(&pending, SIGPIPE));
+    cq_release(c.data);
+    cq_release(c.result.done);
+    cq_release(c.queue);
+    close(p[1]);
+}
+
+static void submit_oneshot(struct closed_pipe *c)
+{
+    cq_write_f(c->fd, c->data, c->queue, &c->result, oneshot_done);
+}
+
+static void submit_channel(struct closed_pipe *c)
+{
+    cq_semaphore_t clean = cq_semaphore_create(0);
+    cq_io_t ch = cq_io_create_f(CQ_IO_STREAM, c->fd, c->queue, clean, cleaned);
+    REQUIRE(ch != NULL);
+    cq_io_write_f(ch, 0, c->data, c->queue, &c->result, channel_done);
+    CHECK(cq_semaphore_wait(c->result.done, cq_test_deadline()) == 0);
+    cq_semaphore_signal(c->result.done); /* for the caller's wait */
+    cq_io_close(ch, 0);
+    cq_release(ch);
+    CHECK(cq_semaphore_wait(clean, cq_test_deadline()) == 0);
+    cq_release(clean);
 }
 
 static void test_oneshot_write(void)
 {
-    sigset_t before;
-    REQUIRE(pthread_sigmask(SIG_SETMASK, NULL, &before) == 0);
-    int p[2];
-    REQUIRE(pipe(p) == 0);
-    close(p[0]);
-    cq_queue_t q = cq_queue_create("sigpipe.oneshot", CQ_QUEUE_SERIAL);
-    struct write_result r = {cq_semaphore_create(0), -1};
-    cq_data_t d = some_bytes();
-    cq_write_f(p[1], d, q, &r, oneshot_done);
-    CHECK(cq_semaphore_wait(r.done, cq_test_deadline()) == 0);
-    CHECK_EQ(r.error, EPIPE);
-    check_no_sigpipe_left(&before);
-    cq_release(d);
-    cq_release(r.done);
-    cq_release(q);
-    close(p[1]);
+    write_to_closed_pipe("sigpipe.oneshot", submit_oneshot);
 }
 
 static void test_channel_write(void)
 {
-    sigset_t before;
-    REQUIRE(pthread_sigmask(SIG_SETMASK, NULL, &before) == 0);
-    int p[2];
-    REQUIRE(pipe(p) == 0);
-    close(p[0]);
-    cq_queue_t q = cq_queue_create("sigpipe.channel", CQ_QUEUE_SERIAL);
-    cq_semaphore_t clean = cq_semaphore_create(0);
-    cq_io_t ch = cq_io_create_f(CQ_IO_STREAM, p[1], q, clean, cleaned);
-    REQUIRE(ch != NULL);
-    struct write_result r = {cq_semaphore_create(0), -1};
-    cq_data_t d = some_bytes();
-    cq_io_write_f(ch, 0, d, q, &r, channel_done);
-    CHECK(cq_semaphore_wait(r.done, cq_test_deadline()) == 0);
-    CHECK_EQ(r.error, EPIPE);
-    check_no_sigpipe_left(&before);
-    cq_io_close(ch, 0);
-    cq_release(ch);
-    CHECK(cq_semaphore_wait(clean, cq_test_deadline()) == 0);
-    cq_release(d);
-    cq_release(r.done);
-    cq_release(clean);
-    cq_release(q);
-    close(p[1]);
+    write_to_closed_pipe("sigpipe.channel", submit_channel);
 }
 
 int main(void)
