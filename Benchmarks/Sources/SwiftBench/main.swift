@@ -148,8 +148,9 @@ func run(_ w: Workload) -> Row {
     print("   SwiftQueues \(fmt(ours))")
     print("   \(w.other.padding(toLength: 11, withPad: " ", startingAt: 0)) \(fmt(theirs))")
     if !roundTrips.isEmpty {
-        print("   core round trip before each repetition: "
-              + roundTrips.map { String(format: "%.0f", $0) }.joined(separator: ", ") + " ns")
+        let list = { (xs: [Double]) in xs.map { String(format: "%.0f", $0) }.joined(separator: ", ") }
+        print("   core round trip before each repetition: \(list(roundTrips)) ns; "
+              + "SwiftQueues \(list(ours.ns)), \(w.other) \(list(theirs.ns)) \(w.unit)")
     }
     return r
 }
