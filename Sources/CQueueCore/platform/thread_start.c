@@ -6,6 +6,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "platform/probes_internal.h"
 #include "platform/thread_start_internal.h"
 
 #include <errno.h>
@@ -54,6 +55,9 @@ int cq__thread_start_here(pthread_t *thread, void *(*fn)(void *), void *arg)
     pthread_sigmask(SIG_BLOCK, &set, &old); /* the new thread inherits this mask */
     int err = pthread_create(thread, &attr, fn, arg);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (err == 0) {
+        cq__count(threads_started, 1);
+    }
     pthread_attr_destroy(&attr);
     return err;
 }

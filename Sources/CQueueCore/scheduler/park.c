@@ -91,7 +91,9 @@ void cq__pool_park(struct cq__thread *t, struct cq__proc *p)
     }
 }
 
-/* An extra proc with nothing to do leaves the pool; its thread exits. */
+/* An extra proc with nothing to do leaves the pool; its thread goes on without a proc
+ * (cq__pool_acquire_proc: it parks as a spare, which the next extra proc or a blocking worker
+ * reuses, or exits if the band has spares enough). */
 bool cq__pool_retire_extra(struct cq__thread *t, struct cq__proc *p)
 {
     struct cq__band *b = &cq__pool.band[p->band];
@@ -110,7 +112,6 @@ bool cq__pool_retire_extra(struct cq__thread *t, struct cq__proc *p)
     /* see steal_level in find.c (a relaxed hint) and cq__pool_add_extra_proc (under the pool lock):
      * no reader needs more */
     cq__store(&p->retired, 1, release);
-    cq__sub(&cq__pool.nthreads, 1, relaxed);
     pthread_mutex_unlock(&cq__pool.lock);
     /* Items pushed to the rings after our last look (by nobody: only we push there) cannot
      * exist, but a LIFO item may have been put back by a helper; hand leftovers on. */

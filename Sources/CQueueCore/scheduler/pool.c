@@ -294,7 +294,11 @@ bool cq__pool_add_extra_proc(unsigned band)
         return false;
     }
     pthread_mutex_lock(&cq__pool.lock);
-    if (!cq__pool_thread_slot_reserve_locked()) {
+    /* A parked spare of the band runs it if there is one (an extra proc's thread parks as a
+     * spare when its proc retires): a thread per extra proc was a thread created and ended
+     * for each burst of work behind a sleeping task, one per millisecond. */
+    struct cq__thread *spare = b->spares;
+    if (spare == NULL && !cq__pool_thread_slot_reserve_locked()) {
         pthread_mutex_unlock(&cq__pool.lock);
         cq__pool_note_limit_reached();
         return false;
@@ -314,7 +318,9 @@ bool cq__pool_add_extra_proc(unsigned band)
         p = out_of_procs ? NULL : proc_new(band, true);
     }
     if (p == NULL) {
-        cq__sub(&cq__pool.nthreads, 1, relaxed);
+        if (spare == NULL) {
+            cq__sub(&cq__pool.nthreads, 1, relaxed); /* the slot reserved above */
+        }
         pthread_mutex_unlock(&cq__pool.lock);
         if (out_of_procs) {
             cq__add(&cq__pool.limit_reached, 1, relaxed);
@@ -330,12 +336,23 @@ bool cq__pool_add_extra_proc(unsigned band)
     }
     cq__store(&p->retired, 0, relaxed);
     p->idle = false;
+    if (spare) {
+        b->spares = spare->next_spare;
+        b->nspares--;
+        spare->proc = p;
+        spare->wake_searching = true;
+        p->thread = spare;
+    }
     /* idle word: pairs with the parker's fence and re-check (park.c), design.md §10 */
     cq__add(&b->idle, CQ__IDLE_NPROCS_ONE + CQ__IDLE_UNPARKED_ONE + CQ__IDLE_SEARCHING_ONE,
             seq_cst);
     pthread_mutex_unlock(&cq__pool.lock);
     cq__add(&cq__pool.monitor_spawns, 1, relaxed);
-    cq__pool_spawn_thread(p, true);
+    if (spare) {
+        cq__pool_unpark_thread(spare);
+    } else {
+        cq__pool_spawn_thread(p, true);
+    }
     return true;
 }
 
@@ -444,6 +461,7 @@ size_t cq_runtime_get_counters(struct cq_runtime_counters *out, size_t size)
     c.thread_limit_hits = cq__load(&cq__pool.limit_reached, relaxed);
     c.timer_fires = cq__load(&cq__counters.timer_fires, relaxed);
     c.source_events = cq__load(&cq__counters.source_events, relaxed);
+    c.threads_started = cq__load(&cq__counters.threads_started, relaxed);
     if (out == NULL) {
         return 0;
     }

@@ -163,7 +163,7 @@ static void worker_loop(struct cq__thread *t)
             if (p->extra && cq__pool_retire_extra(t, p)) {
                 t->proc = NULL;
                 cq__tls.proc = NULL;
-                return;
+                continue; /* without a proc: a spare, or the thread ends (above) */
             }
             cq__pool_park(t, p);
             continue;

@@ -9,28 +9,28 @@
 CQ_BEGIN_DECLS
 
 struct cq_runtime_info {
-    uint32_t workers;           /* workers: CPUs usable by this process (affinity, cgroup quota) */
-    uint32_t procs;             /* run queues for high, default and low work: workers plus extra
-                                   ones added by the monitor */
-    uint32_t threads;           /* runtime threads alive now (workers, spares, blocked waiters) */
-    uint32_t threads_peak;      /* the most runtime threads alive at once so far */
+    uint32_t workers;      /* workers: CPUs usable by this process (affinity, cgroup quota) */
+    uint32_t procs;        /* run queues for high, default and low work: workers plus extra
+                              ones added by the monitor */
+    uint32_t threads;      /* runtime threads alive now (workers, spares, blocked waiters) */
+    uint32_t threads_peak; /* the most runtime threads alive at once so far */
     /* Hard cap on runtime threads: CQ_THREAD_LIMIT in the environment (default
      * max(255, 16 x workers)), clamped to at least 2 x workers + 1 (every band's workers must
      * be able to run) with a one-line message (docs/misuse.md) */
     uint32_t thread_limit;
-    uint32_t spares_parked;     /* spare threads parked, ready to take over a blocked worker's CPU */
-    uint32_t blocked;           /* pool threads blocked in a runtime wait right now */
-    uint32_t limit_reached;     /* times the thread limit stopped the runtime from adding a thread */
-    uint64_t handoffs;          /* CPUs handed to a spare thread by a worker about to block */
-    uint64_t monitor_spawns;    /* extra run queues added by the monitor for blocked workers */
+    uint32_t spares_parked;  /* spare threads parked, ready to take over a blocked worker's CPU */
+    uint32_t blocked;        /* pool threads blocked in a runtime wait right now */
+    uint32_t limit_reached;  /* times the thread limit stopped the runtime from adding a thread */
+    uint64_t handoffs;       /* CPUs handed to a spare thread by a worker about to block */
+    uint64_t monitor_spawns; /* extra run queues added by the monitor for blocked workers */
     /* Workers whose task the monitor found asleep in the kernel (2 ms, two looks in a row) while
      * work of their band waited behind them, at its last look. The monitor looks only while
      * work waits: once an extra worker has taken that work, or with nothing waiting, this is
      * 0 even if a task still sleeps (its worker shows as running). */
     uint32_t blocked_in_tasks;
-    uint32_t background_procs;  /* run queues for background work (their threads run at nice 19) */
-    uint64_t express_wakeups;   /* high-priority arrivals that woke the express worker because
-                                   every normal worker was busy */
+    uint32_t background_procs; /* run queues for background work (their threads run at nice 19) */
+    uint64_t express_wakeups;  /* high-priority arrivals that woke the express worker because
+                                  every normal worker was busy */
 };
 
 /*
@@ -42,21 +42,25 @@ CQ_EXPORT void cq_runtime_get_info(struct cq_runtime_info *info);
 
 /*
  * Event counts since the process started, for metrics and profilers (in a fork() child the
- * per-worker counts start over with its new pool). Per-worker counts are kept on each worker without shared atomics
- * and summed when read; the rare ones are global. Fields are only ever added at the end.
+ * per-worker counts start over with its new pool). Per-worker counts are kept on each worker
+ * without shared atomics and summed when read; the rare ones are global. Fields are only ever added
+ * at the end.
  */
 struct cq_runtime_counters {
-    uint64_t tasks_run;          /* work items run: tasks, group tasks, source handlers, apply
-                                    helpers (not the drains that run them) */
-    uint64_t steals;             /* items a worker took from another worker's run queue */
-    uint64_t parks;              /* times a worker went to sleep for want of work */
-    uint64_t unparks;            /* times a parked worker was woken */
-    uint64_t spare_threads;      /* spare threads woken or started to take a blocked worker's
-                                    CPU */
-    uint64_t thread_limit_hits;  /* times the thread limit stopped the runtime adding a thread */
-    uint64_t timer_fires;        /* cq_after_f calls run plus timer source fires */
-    uint64_t source_events;      /* source event handlers run (each may carry many events) */
-    uint64_t workers_counted;    /* worker run queues whose counts are summed above */
+    uint64_t tasks_run;         /* work items run: tasks, group tasks, source handlers, apply
+                                   helpers (not the drains that run them) */
+    uint64_t steals;            /* items a worker took from another worker's run queue */
+    uint64_t parks;             /* times a worker went to sleep for want of work */
+    uint64_t unparks;           /* times a parked worker was woken */
+    uint64_t spare_threads;     /* spare threads woken or started to take a blocked worker's
+                                   CPU */
+    uint64_t thread_limit_hits; /* times the thread limit stopped the runtime adding a thread */
+    uint64_t timer_fires;       /* cq_after_f calls run plus timer source fires */
+    uint64_t source_events;     /* source event handlers run (each may carry many events) */
+    uint64_t workers_counted;   /* worker run queues whose counts are summed above */
+    uint64_t threads_started;   /* runtime threads created so far, of every kind (workers,
+                                   spares, extra workers, the reactor, the monitor): a figure
+                                   that grows while the process runs is thread churn */
 };
 
 /*
@@ -72,14 +76,14 @@ CQ_EXPORT size_t cq_runtime_get_counters(struct cq_runtime_counters *out, size_t
  * cq_runtime_set_thread_naming
  *   When on, a pool thread that drains a serial queue takes the queue's label as its thread
  *   name (the label's last 15 characters, what the kernel keeps) and takes its own name
- *   (cq-worker-N, cq-high-N, cq-bg-N) back when it next runs other work or sleeps, so `perf report --sort comm`, `top -H` and
- *   /proc/PID/task/TID/comm show which queue runs. Each change is one prctl() (a microsecond
- *   or two): free while a worker stays on one queue, up to two per task when every task is a
- *   drain of its own on alternating queues; off, the cost is a load per task. Off by default; the
- *   environment variable CQ_THREAD_NAMES=1 turns it on when the pool starts (unless this was
- *   called before), and CQ_THREAD_NAMES=N (1 < N <= 99999) renames a thread after a label at
- *   most once per N ms (cheaper, but drains that come sooner run under the thread's own name:
- *   a sample, not a full account); other values are reported (docs/misuse.md). Thread-safe.
+ *   (cq-worker-N, cq-high-N, cq-bg-N) back when it next runs other work or sleeps, so `perf report
+ * --sort comm`, `top -H` and /proc/PID/task/TID/comm show which queue runs. Each change is one
+ * prctl() (a microsecond or two): free while a worker stays on one queue, up to two per task when
+ * every task is a drain of its own on alternating queues; off, the cost is a load per task. Off by
+ * default; the environment variable CQ_THREAD_NAMES=1 turns it on when the pool starts (unless this
+ * was called before), and CQ_THREAD_NAMES=N (1 < N <= 99999) renames a thread after a label at most
+ * once per N ms (cheaper, but drains that come sooner run under the thread's own name: a sample,
+ * not a full account); other values are reported (docs/misuse.md). Thread-safe.
  */
 CQ_EXPORT void cq_runtime_set_thread_naming(bool on);
 
