@@ -30,13 +30,8 @@ void cq__pool_block_begin(struct cq__block *blk)
     bool work = cq__pool_proc_has_work(p) || cq__pool_band_work_waiting(p->band);
     pthread_mutex_lock(&cq__pool.lock);
     if (work) {
-        struct cq__thread *spare = b->spares;
+        struct cq__thread *spare = cq__pool_spare_take_locked(b, p, false);
         if (spare) {
-            b->spares = spare->next_spare;
-            b->nspares--;
-            spare->proc = p;
-            spare->wake_searching = false;
-            p->thread = spare;
             pthread_mutex_unlock(&cq__pool.lock);
             cq__add(&cq__pool.handoffs, 1, relaxed);
             cq__count(spares_started, 1);

@@ -134,6 +134,20 @@ bool cq__pool_retire_extra(struct cq__thread *t, struct cq__proc *p)
     return true;
 }
 
+struct cq__thread *cq__pool_spare_take_locked(struct cq__band *b, struct cq__proc *p,
+                                              bool searching)
+{
+    struct cq__thread *spare = b->spares;
+    if (spare) {
+        b->spares = spare->next_spare;
+        b->nspares--;
+        spare->proc = p;
+        spare->wake_searching = searching;
+        p->thread = spare;
+    }
+    return spare;
+}
+
 /*
  * Gets a proc of its band for a thread that has none (it blocked and gave its proc away).
  * Returns NULL if the thread should exit (too many spares).

@@ -297,8 +297,8 @@ bool cq__pool_add_extra_proc(unsigned band)
     /* A parked spare of the band runs it if there is one (an extra proc's thread parks as a
      * spare when its proc retires): a thread per extra proc was a thread created and ended
      * for each burst of work behind a sleeping task, one per millisecond. */
-    struct cq__thread *spare = b->spares;
-    if (spare == NULL && !cq__pool_thread_slot_reserve_locked()) {
+    bool spare_parked = b->spares != NULL;
+    if (!spare_parked && !cq__pool_thread_slot_reserve_locked()) {
         pthread_mutex_unlock(&cq__pool.lock);
         cq__pool_note_limit_reached();
         return false;
@@ -318,7 +318,7 @@ bool cq__pool_add_extra_proc(unsigned band)
         p = out_of_procs ? NULL : proc_new(band, true);
     }
     if (p == NULL) {
-        if (spare == NULL) {
+        if (!spare_parked) {
             cq__sub(&cq__pool.nthreads, 1, relaxed); /* the slot reserved above */
         }
         pthread_mutex_unlock(&cq__pool.lock);
@@ -336,13 +336,7 @@ bool cq__pool_add_extra_proc(unsigned band)
     }
     cq__store(&p->retired, 0, relaxed);
     p->idle = false;
-    if (spare) {
-        b->spares = spare->next_spare;
-        b->nspares--;
-        spare->proc = p;
-        spare->wake_searching = true;
-        p->thread = spare;
-    }
+    struct cq__thread *spare = spare_parked ? cq__pool_spare_take_locked(b, p, true) : NULL;
     /* idle word: pairs with the parker's fence and re-check (park.c), design.md §10 */
     cq__add(&b->idle, CQ__IDLE_NPROCS_ONE + CQ__IDLE_UNPARKED_ONE + CQ__IDLE_SEARCHING_ONE,
             seq_cst);

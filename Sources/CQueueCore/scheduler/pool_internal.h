@@ -297,6 +297,10 @@ CQ_INTERNAL void cq__pool_park_thread(struct cq__thread *t);
 CQ_INTERNAL void cq__pool_park(struct cq__thread *t, struct cq__proc *p);
 CQ_INTERNAL bool cq__pool_retire_extra(struct cq__thread *t, struct cq__proc *p);
 CQ_INTERNAL struct cq__proc *cq__pool_acquire_proc(struct cq__thread *t, bool may_wait);
+/* Pool lock held: pops a parked spare of band `b`, if any, and gives it `p` (`searching`: it
+ * wakes as a searcher); the caller unparks it once the lock is dropped. NULL: no spare. */
+CQ_INTERNAL struct cq__thread *cq__pool_spare_take_locked(struct cq__band *b, struct cq__proc *p,
+                                                          bool searching);
 /* worker.c: starts a thread for `p` (a slot was reserved); on failure the slot is returned
  * and `p` goes to the threadless idle list. */
 CQ_INTERNAL void cq__pool_spawn_thread(struct cq__proc *p, bool searching);
