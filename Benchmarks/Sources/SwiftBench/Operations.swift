@@ -62,6 +62,41 @@ func operationAddWorkload(serial: Bool) -> Workload {
         })
 }
 
+/// The floor under `op_add`: the same closures (capturing the same tally) given straight to
+/// the default global queue in a group, with no operation objects. What any operation queue
+/// built on a dispatch queue pays per `addOperation` at least: the closure's allocation on the
+/// adding thread, its free on a pool thread, the tally's reference count, the hand-off. The
+/// second column is Dispatch here.
+func operationAddFloorWorkload() -> Workload {
+    Workload(
+        name: "op_add_floor",
+        title: "the floor under op_add: its closures onto the default global queue in a group, "
+            + "no operation objects (vs Dispatch)",
+        unit: "ns/op", ops: quick ? 20_000 : 200_000, goal: nil,
+        ours: { n in
+            let queue = SQQueue.global()
+            let group = SQGroup()
+            let tally = OpTally()
+            let t0 = nowNs()
+            for i in 0..<n { queue.async(group: group) { tally.hit(i) } }
+            group.wait()
+            let t = nowNs() - t0
+            check(tally.value == n, "SQQueue ran \(tally.value) of \(n)")
+            return t
+        },
+        dispatch: { n in
+            let queue = DispatchQueue.global()
+            let group = DispatchGroup()
+            let tally = OpTally()
+            let t0 = nowNs()
+            for i in 0..<n { queue.async(group: group) { tally.hit(i) } }
+            group.wait()
+            let t = nowNs() - t0
+            check(tally.value == n, "DispatchQueue ran \(tally.value) of \(n)")
+            return t
+        })
+}
+
 /// What `op_drain` asks of a queue: the member names both sides share.
 protocol DrainableOperationQueue: AnyObject {
     var isSuspended: Bool { get set }

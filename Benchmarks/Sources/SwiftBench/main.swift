@@ -159,7 +159,8 @@ func run(_ w: Workload) -> Row {
 
 // The tables, by what the second column measures (the report draws one chart per table).
 let tables: [(name: String, theirs: String, workloads: [Workload])] = [
-    ("Swift layer vs the Dispatch overlay", "Dispatch", queueWorkloads() + sourceWorkloads()),
+    ("Swift layer vs the Dispatch overlay", "Dispatch", queueWorkloads() + sourceWorkloads()
+        + [operationAddFloorWorkload()]),
     ("Swift concurrency: our executors vs the default executor", "default executor",
      concurrencyWorkloads()),
     ("SQOperationQueue vs Foundation's OperationQueue", "Foundation", operationWorkloads()),
