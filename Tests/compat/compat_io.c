@@ -2,7 +2,9 @@
  * Dispatch I/O (dispatch_io_*, dispatch_read/dispatch_write) through libdispatch's names, with
  * clang -fblocks, in C and C++, on both runtimes: one-shots on a pipe, a random-access file
  * channel (write, barrier, read back, cleanup handler), the high-water mark, close with
- * DISPATCH_IO_STOP. Only behaviour both runtimes document is checked.
+ * DISPATCH_IO_STOP (in order), a one-shot read of what a pipe or socket has, a barrier waited for
+ * on the channel's queue, a cancelled write's data. Only behaviour both runtimes document is
+ * checked.
  */
 #ifndef _DEFAULT_SOURCE
 #define _DEFAULT_SOURCE
@@ -14,6 +16,7 @@
 #endif
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 static void test_oneshots(void)
@@ -231,11 +234,155 @@ static void test_close_stop(void)
     dispatch_release(q);
 }
 
+/* dispatch_read from a pipe or socket takes what is available: it does not wait for `length`
+ * bytes or the end (a request/response protocol would stall). */
+static void test_read_available(void)
+{
+    dispatch_queue_t q = dispatch_queue_create("compat.io", DISPATCH_QUEUE_SERIAL);
+    dispatch_semaphore_t done = dispatch_semaphore_create(0);
+    int p[2];
+    REQUIRE(pipe(p) == 0);
+    REQUIRE(write(p[1], "abc", 3) == 3);
+    __block size_t got = 0;
+    __block int err = -1;
+    dispatch_read(p[0], 100, q, ^(dispatch_data_t data, int error) {
+        got = dispatch_data_get_size(data);
+        err = error;
+        dispatch_semaphore_signal(done);
+    });
+    WAIT_SEMA(done); /* the writer stays open */
+    CHECK_EQ(got, 3);
+    CHECK_EQ(err, 0);
+    close(p[0]);
+    close(p[1]);
+    int sv[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    REQUIRE(write(sv[1], "PING\n", 5) == 5);
+    got = 0;
+    dispatch_read(sv[0], SIZE_MAX, q, ^(dispatch_data_t data, int error) {
+        got = dispatch_data_get_size(data);
+        err = error;
+        dispatch_semaphore_signal(done);
+    });
+    WAIT_SEMA(done); /* the peer stays open */
+    CHECK_EQ(got, 5);
+    CHECK_EQ(err, 0);
+    close(sv[0]);
+    close(sv[1]);
+    dispatch_release(done);
+    dispatch_release(q);
+}
+
+/* A channel's barrier runs on a global queue: a task on the channel's own serial queue can wait
+ * for one. */
+static void test_barrier_off_channel_queue(void)
+{
+    int p[2];
+    REQUIRE(pipe(p) == 0);
+    dispatch_queue_t q = dispatch_queue_create("compat.io", DISPATCH_QUEUE_SERIAL);
+    dispatch_io_t ch = dispatch_io_create(DISPATCH_IO_STREAM, p[1], q, ^(int error) {
+        (void)error;
+    });
+    dispatch_semaphore_t done = dispatch_semaphore_create(0);
+    __block bool ran = false;
+    dispatch_async(q, ^{
+        dispatch_semaphore_t barrier = dispatch_semaphore_create(0);
+        dispatch_io_barrier(ch, ^{
+            dispatch_semaphore_signal(barrier);
+        });
+        ran = dispatch_semaphore_wait(barrier, compat_deadline()) == 0;
+        dispatch_release(barrier);
+        dispatch_semaphore_signal(done);
+    });
+    WAIT_SEMA(done);
+    CHECK(ran);
+    dispatch_io_close(ch, 0);
+    dispatch_release(ch);
+    close(p[0]);
+    close(p[1]);
+    dispatch_release(done);
+    dispatch_release(q);
+}
+
+/* A write that a closed channel cancels gets its data back as not written. */
+static void test_cancelled_write_data(void)
+{
+    int p[2];
+    REQUIRE(pipe(p) == 0);
+    dispatch_queue_t q = dispatch_queue_create("compat.io", DISPATCH_QUEUE_SERIAL);
+    dispatch_io_t ch = dispatch_io_create(DISPATCH_IO_STREAM, p[1], q, ^(int error) {
+        (void)error;
+    });
+    dispatch_io_close(ch, 0);
+    static const char text[] = "not written";
+    dispatch_data_t d = dispatch_data_create(text, sizeof text, NULL,
+                                             DISPATCH_DATA_DESTRUCTOR_DEFAULT);
+    dispatch_semaphore_t done = dispatch_semaphore_create(0);
+    __block size_t rest = 0;
+    __block int err = -1;
+    dispatch_io_write(ch, 0, d, q, ^(bool isdone, dispatch_data_t data, int error) {
+        if (isdone) {
+            rest = data ? dispatch_data_get_size(data) : 0;
+            err = error;
+            dispatch_semaphore_signal(done);
+        }
+    });
+    WAIT_SEMA(done);
+    CHECK_EQ(err, ECANCELED);
+    CHECK_EQ(rest, sizeof text);
+    dispatch_release(d);
+    dispatch_release(ch);
+    close(p[0]);
+    close(p[1]);
+    dispatch_release(done);
+    dispatch_release(q);
+}
+
+/* DISPATCH_IO_STOP ends a stream channel's reads in the order they were submitted: the running
+ * one first, then those waiting behind it. */
+static void test_stop_order(void)
+{
+    int p[2];
+    REQUIRE(pipe(p) == 0);
+    dispatch_queue_t q = dispatch_queue_create("compat.io", DISPATCH_QUEUE_SERIAL);
+    dispatch_io_t ch = dispatch_io_create(DISPATCH_IO_STREAM, p[0], q, ^(int error) {
+        (void)error;
+    });
+    dispatch_group_t g = dispatch_group_create();
+    __block int order = 0; /* the reads' numbers, as decimal digits in the order they ended */
+    __block int n = 0;
+    for (int i = 1; i <= 3; i++) {
+        dispatch_group_enter(g);
+        dispatch_io_read(ch, 0, 10, q, ^(bool isdone, dispatch_data_t data, int error) {
+            (void)data;
+            (void)error;
+            if (isdone) {
+                order = order * 10 + i;
+                n++;
+                dispatch_group_leave(g);
+            }
+        });
+    }
+    dispatch_io_close(ch, DISPATCH_IO_STOP);
+    WAIT_GROUP(g);
+    CHECK_EQ(n, 3);
+    CHECK_EQ(order, 123);
+    dispatch_release(ch);
+    close(p[0]);
+    close(p[1]);
+    dispatch_release(g);
+    dispatch_release(q);
+}
+
 int main(void)
 {
     RUN(test_oneshots);
     RUN(test_random_file);
     RUN(test_random_negative_offset);
     RUN(test_close_stop);
+    RUN(test_read_available);
+    RUN(test_barrier_off_channel_queue);
+    RUN(test_cancelled_write_data);
+    RUN(test_stop_order);
     TEST_MAIN_END();
 }

@@ -23,6 +23,7 @@
 
 #include "io/io_internal.h"
 #include "platform/diag_internal.h"
+#include "queue/queue_internal.h"
 
 static void io_xref_dispose(struct cq__object *o);
 static void io_dispose(struct cq__object *o);
@@ -563,8 +564,10 @@ static void op_submit(struct cq_io_s *ch, struct cq__io_op *op)
     op->low_set = ch->low_set;
     op->interval = ch->interval;
     op->strict = ch->strict;
+    op->avail = ch->avail;
     if (ch->closed && op->kind != CQ__IO_OP_BARRIER) {
-        cq__io_op_finish(op, NULL, ECANCELED);
+        /* a write's handler gets the data it was given back, as not written */
+        cq__io_op_fail(op, ECANCELED);
     } else {
         if (ch->wait_tail) {
             ch->wait_tail->next = op;
@@ -614,7 +617,10 @@ void cq_io_barrier_f(cq_io_t channel, void *context, cq_function_t barrier)
     if (barrier == NULL) {
         cq__crash("cq_io_barrier_f: NULL barrier");
     }
-    struct cq__io_op *op = op_new(ch, CQ__IO_OP_BARRIER, ch->queue, context);
+    /* on the global queue of the channel queue's priority, as in libdispatch: a task on the
+     * channel's queue that waits for a barrier does not wait for ever */
+    struct cq__io_op *op =
+        op_new(ch, CQ__IO_OP_BARRIER, &cq__root_queues[cq__queue_root_prio(ch->queue)], context);
     op->barrier = barrier;
     op_submit(ch, op);
 }
@@ -629,9 +635,17 @@ void cq_io_close(cq_io_t channel, cq_io_close_flags_t flags)
     ch->closed = true;
     if ((flags & CQ_IO_STOP) && !ch->stopped) {
         ch->stopped = true;
-        /* waiting operations end now (barriers still run, in order) */
+        for (struct cq__io_op *op = ch->active; op;) {
+            struct cq__io_op *n = op->anext;
+            cq__io_op_stop(op);
+            op = n;
+        }
+        /* Waiting operations end now (barriers still run, in order), unless an active one has
+         * yet to end: then they start after it, as they would have, and end at once
+         * (cq__io_op_start), so the done calls come in the order of submission, as in
+         * libdispatch. */
         struct cq__io_op **link = &ch->wait_head, *prev = NULL;
-        while (*link) {
+        while (ch->active == NULL && *link) {
             struct cq__io_op *op = *link;
             if (op->kind == CQ__IO_OP_BARRIER) {
                 prev = op;
@@ -641,18 +655,23 @@ void cq_io_close(cq_io_t channel, cq_io_close_flags_t flags)
             *link = op->next;
             op->next = NULL;
             count_waiting(ch, op, -1);
-            cq__io_op_finish(op, NULL, ECANCELED);
+            cq__io_op_fail(op, ECANCELED);
         }
-        ch->wait_tail = prev;
-        for (struct cq__io_op *op = ch->active; op;) {
-            struct cq__io_op *n = op->anext;
-            cq__io_op_stop(op);
-            op = n;
+        if (ch->active == NULL) {
+            ch->wait_tail = prev;
         }
         ch_pump(ch);
     }
     ch_maybe_cleanup(ch);
     cq__io_unlock(ch);
+}
+
+void cq__io_set_avail(cq_io_t channel)
+{
+    struct cq_io_s *ch = io_check(channel, "cq_read_f");
+    pthread_mutex_lock(&ch->lock);
+    ch->avail = true;
+    pthread_mutex_unlock(&ch->lock);
 }
 
 cq_fd_t cq_io_get_descriptor(cq_io_t channel)

@@ -112,6 +112,9 @@ struct cq__io_op {
     cq_data_t acc;   /* read: read, not delivered yet */
     cq_data_t rest;  /* write: not written yet */
     bool started, finished, stopped, stepping, again, final_queued;
+    /* cq_read_f on a pipe or socket: done with what was available once some data has come
+     * (a read that finds no more ends it), as libdispatch's dispatch_read */
+    bool avail;
     unsigned inflight; /* file requests in the engine */
     /* deliveries */
     struct cq__io_delivery *dq_head, *dq_tail;
@@ -165,6 +168,7 @@ struct cq_io_s {
     uint64_t interval;
     /* state */
     bool closed, stopped, released, cleaned;
+    bool avail; /* cq_read_f's private channel: its read takes what is available (op->avail) */
     unsigned holders;     /* channels made with cq_io_create_with_io on our descriptor */
     unsigned outstanding; /* operations submitted and not freed */
     unsigned active_reads, active_writes, active_n;
@@ -181,6 +185,8 @@ struct cq_io_s {
 /* io.c */
 CQ_INTERNAL void cq__io_unlock(struct cq_io_s *ch);
 CQ_INTERNAL void cq__io_op_unref(struct cq__io_op *op);
+/* cq_read_f: the channel's reads take what is available (see cq__io_op.avail). */
+CQ_INTERNAL void cq__io_set_avail(cq_io_t channel);
 /* An operation's I/O is over (under the lock): out of the active counts, others may start. */
 CQ_INTERNAL void cq__io_op_retire(struct cq_io_s *ch, struct cq__io_op *op);
 

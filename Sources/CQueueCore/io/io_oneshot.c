@@ -73,6 +73,7 @@ void cq_read_f(cq_fd_t fd, size_t length, cq_queue_t queue, void *context,
     o->data = cq_data_empty;
     cq_io_t ch = cq_io_create_f(CQ_IO_STREAM, fd, queue, o, oneshot_cleanup);
     cq_io_set_low_water(ch, SIZE_MAX);
+    cq__io_set_avail(ch);
     cq_io_read_f(ch, 0, length, queue, o, oneshot_read);
     cq_io_close(ch, 0);
     cq_release(ch);

@@ -625,6 +625,13 @@ static void stream_step(struct cq__io_op *op, bool owned)
             if (op->again) {
                 continue;
             }
+            if (op->kind == CQ__IO_OP_READ && op->avail && cq_data_get_size(op->acc) > 0) {
+                /* cq_read_f: what was available is the result */
+                cq_data_t last = op->acc;
+                op->acc = NULL;
+                cq__io_op_finish(op, last, 0);
+                break;
+            }
             want_source = op->src == NULL;
             break;
         }

@@ -26,8 +26,9 @@
  *                 file position the channel was created at (negative reaches back from it; an
  *                 operation that would start before the file's start fails with EINVAL);
  *                 operations may run concurrently.
- * A barrier (cq_io_barrier_f) runs on the channel's queue after every operation submitted
- * before it has finished its I/O, and before any submitted after it starts.
+ * A barrier (cq_io_barrier_f) runs on the global queue of the channel queue's priority (as in
+ * libdispatch), after every operation submitted before it has finished its I/O, and before any
+ * submitted after it starts.
  *
  * The channel owns the descriptor until it is closed (cq_io_close) or released and its
  * operations have finished; then the cleanup handler runs once on the channel's queue with 0
@@ -96,8 +97,9 @@ typedef void (*cq_io_data_function_t)(void *context, cq_data_t data, int error);
  *   cq_io_get_descriptor returns `fd`. Once the process's descriptor table is half full
  *   (RLIMIT_NOFILE), the channel uses `fd` itself, as libdispatch does: the duplicates never
  *   take the second half of the table from the program.
- *   `queue` runs the cleanup handler (may be NULL: none) and barriers. A descriptor
- *   that is not open gives a channel whose operations fail with EBADF (cleanup: EBADF).
+ *   `queue` runs the cleanup handler (may be NULL: none); its priority is the barriers'.
+ *   A descriptor that is not open gives a channel whose operations fail with EBADF (cleanup:
+ *   EBADF).
  *   Returns NULL with errno EINVAL for an unknown type. libdispatch: dispatch_io_create_f.
  */
 CQ_EXPORT cq_io_t cq_io_create_f(cq_io_type_t type, cq_fd_t fd, cq_queue_t queue,
@@ -139,7 +141,8 @@ CQ_EXPORT void cq_io_write_f(cq_io_t channel, off_t offset, cq_data_t data, cq_q
  */
 CQ_EXPORT void cq_io_close(cq_io_t channel, cq_io_close_flags_t flags);
 
-/* cq_io_barrier_f: barrier(context) on the channel's queue, ordered as above.
+/* cq_io_barrier_f: barrier(context) on the global queue of the channel queue's priority,
+ * ordered as above.
  * libdispatch: dispatch_io_barrier_f. */
 CQ_EXPORT void cq_io_barrier_f(cq_io_t channel, void *context, cq_function_t barrier);
 
@@ -168,10 +171,13 @@ CQ_EXPORT void cq_io_set_interval(cq_io_t channel, uint64_t interval,
 
 /*
  * cq_read_f / cq_write_f
- *   One-shot: reads up to `length` bytes (SIZE_MAX: to end of file) from `fd` / writes all of
- *   `data`, then calls handler(context, data, error) once on `queue`: the bytes read (empty at
- *   end of file), or for a write NULL / the data not written on error. The descriptor is left
- *   as it was (its flags restored), open. libdispatch: dispatch_read_f / dispatch_write_f.
+ *   One-shot: reads up to `length` bytes from `fd` / writes all of `data`, then calls
+ *   handler(context, data, error) once on `queue`: the bytes read (empty at end of file), or
+ *   for a write NULL / the data not written on error. From a file the read takes `length`
+ *   bytes or up to the end (SIZE_MAX: to the end); from a pipe or socket it waits for data
+ *   and takes what is available then, up to `length` (as libdispatch: a request/response
+ *   protocol does not stall). The descriptor is left as it was (its flags restored), open.
+ *   libdispatch: dispatch_read_f / dispatch_write_f.
  */
 CQ_EXPORT void cq_read_f(cq_fd_t fd, size_t length, cq_queue_t queue, void *context,
                          cq_io_data_function_t handler);
