@@ -135,8 +135,9 @@ public final class SQIO: @unchecked Sendable {
         cq_io_close(handle, flags.rawValue)
     }
 
-    /// Runs `execute` on the channel's queue once the operations submitted before it are
-    /// done, and before any submitted after it start.
+    /// Runs `execute` on the global queue of the channel queue's priority (as Dispatch does)
+    /// once the operations submitted before it are done, and before any submitted after it
+    /// start.
     public func barrier(execute: @escaping @Sendable () -> Void) {
         let box = SQIOBarrierBox(execute)
         cq_io_barrier_f(handle, Unmanaged.passRetained(box).toOpaque(), sqIOBarrierTrampoline)
@@ -165,7 +166,8 @@ public final class SQIO: @unchecked Sendable {
     }
 
     /// Reads up to `maxLength` bytes (`Int.max`: to end of file) from `fromFileDescriptor`,
-    /// then calls `handler(data, error)` once on `queue`.
+    /// then calls `handler(data, error)` once on `queue`. From a pipe or socket it waits for
+    /// data and takes what is available then, up to `maxLength`, as Dispatch does.
     public class func read(
         fromFileDescriptor: Int32, maxLength: Int, runningHandlerOn queue: SQQueue,
         handler: @escaping @Sendable (_ data: SQData, _ error: Int32) -> Void
