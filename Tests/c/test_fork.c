@@ -236,6 +236,34 @@ static void test_child_uses_runtime(void)
     CHECK_EQ(child_status(pid), 0);
 }
 
+/* A child forks again before it uses the runtime (a daemon's double fork): liburcu's call_rcu
+ * side, paused by the first fork and restarted only on the child's first use, must not be
+ * paused a second time (the child hung in fork(), waiting for the lock its first fork left
+ * held). The grandchild and then the child use the runtime. */
+static void test_nested_fork(void)
+{
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        alarm(CHILD_ALARM_S);
+        pid_t grandchild = fork();
+        if (grandchild < 0) {
+            _exit(2);
+        }
+        if (grandchild == 0) {
+            alarm(CHILD_ALARM_S);
+            _exit(exercise_runtime(idle_q) == 0 ? 0 : 1);
+        }
+        int status = 0;
+        if (waitpid(grandchild, &status, 0) != grandchild || !WIFEXITED(status) ||
+            WEXITSTATUS(status) != 0) {
+            _exit(3);
+        }
+        _exit(exercise_runtime(idle_q) == 0 ? 0 : 1);
+    }
+    CHECK_EQ(child_status(pid), 0);
+}
+
 static void async_onto_busy(void *arg)
 {
     (void)arg;
@@ -403,6 +431,7 @@ int main(void)
 {
     setup_parent_state();
     RUN(test_child_uses_runtime);
+    RUN(test_nested_fork);
     RUN(test_child_inherited_objects);
     RUN(test_parent_unaffected);
     RUN(test_fork_in_task);

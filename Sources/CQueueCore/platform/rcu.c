@@ -36,14 +36,25 @@ void cq__rcu_defer(struct rcu_head *head, void (*fn)(struct rcu_head *))
     urcu_bp_call_rcu(head, fn);
 }
 
+/* A child that forks again before its call_rcu side has restarted (a daemon's double fork)
+ * must not pause it a second time: its lock is still held from the first fork, by this thread,
+ * and liburcu's pause would wait for it for ever. Then prepare and parent leave it as it is
+ * (the grandchild inherits the pending restart). child_restart_lock is held across the fork
+ * either way, so no restart runs meanwhile on another thread. */
 void cq__rcu_call_rcu_fork_prepare(void)
 {
-    urcu_bp_call_rcu_before_fork();
+    pthread_mutex_lock(&child_restart_lock);
+    if (!cq__load(&child_restart_pending, relaxed)) {
+        urcu_bp_call_rcu_before_fork();
+    }
 }
 
 void cq__rcu_call_rcu_fork_parent(void)
 {
-    urcu_bp_call_rcu_after_fork_parent();
+    if (!cq__load(&child_restart_pending, relaxed)) {
+        urcu_bp_call_rcu_after_fork_parent();
+    }
+    pthread_mutex_unlock(&child_restart_lock);
 }
 
 /* liburcu restarts its call_rcu thread in the child at once; most children exec (or exit)
@@ -54,6 +65,7 @@ void cq__rcu_call_rcu_fork_parent(void)
 void cq__rcu_call_rcu_fork_child(void)
 {
     cq__store(&child_restart_pending, true, relaxed);
+    pthread_mutex_unlock(&child_restart_lock); /* taken in prepare by this thread */
 }
 
 /* liburcu's grace-period and registry locks; in the child it drops the parent's other threads
