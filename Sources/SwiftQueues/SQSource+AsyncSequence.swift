@@ -70,6 +70,13 @@ public struct SQSourceEvents<Element: Sendable>: AsyncSequence, Sendable {
             sentinel.state.deliver()
         }
         source.activate()
+        // A source cancelled before the handler was set (by an earlier loop's end, or by
+        // anyone) has let go of its handlers already and keeps this one: end the sequence here.
+        // (If the cancel races with the lines above, both ends call finish, which is
+        // idempotent.)
+        if source.isCancelled {
+            state.finish()
+        }
         return Iterator(subscription: SQSourceEventSubscription(state))
     }
 

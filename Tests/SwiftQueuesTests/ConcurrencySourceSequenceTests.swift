@@ -84,6 +84,30 @@ import Musl
         #expect(timer.isCancelled)
     }
 
+    /// A loop over a source that is already cancelled ends at once: one cancelled after it was
+    /// activated, and one whose earlier loop ended with `break` (which cancels it). Both hung.
+    @Test(.timeLimit(.minutes(1))) func testEventsOfACancelledSourceEndAtOnce() async {
+        let activated = SQSource.makeUserDataAddSource(queue: SQSerialQueue(label: "cancelled"))
+        activated.activate()
+        activated.cancel()
+        var batches = 0
+        for await _ in activated.events {
+            batches += 1
+        }
+        #expect(batches == 0)
+
+        let looped = SQSource.makeUserDataAddSource(queue: SQSerialQueue(label: "looped"))
+        looped.add(data: 1)
+        for await _ in looped.events {
+            break
+        }
+        #expect(looped.isCancelled)
+        for await _ in looped.events {
+            batches += 1
+        }
+        #expect(batches == 0)
+    }
+
     @Test func testCancellingTheSourceEndsTheLoop() async {
         let source = SQSource.makeUserDataAddSource(queue: SQSerialQueue(label: "cancel-ends"))
         let loop = Task {
