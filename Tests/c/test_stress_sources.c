@@ -610,7 +610,8 @@ static void scenario_data(int kind, uint64_t *rng)
     /* Merging has stopped: wait until the handlers have seen all of it. */
     uintptr_t merged = atomic_load(&m.merged), merged_or = atomic_load(&m.merged_or);
     wait_seen(r, &merged, merged_or);
-    if (kind == K_ADD && below(rng, 2)) {
+    bool cancel_later = kind == K_ADD && below(rng, 2);
+    if (cancel_later) {
         /* Cancel from inside the event handler: the merge that reaches cancel_at does it. */
         atomic_store(&r->cancel_at, merged + 5);
         cq_source_merge_data(r->s, 5);
@@ -623,7 +624,10 @@ static void scenario_data(int kind, uint64_t *rng)
             cq_source_merge_data(r->s, kind == K_ADD ? 1000000 : (uintptr_t)1 << 63);
         }
     }
-    if (below(rng, 2)) {
+    /* Released before its cancel handler ran only once cancelled (not while the handler may be
+     * about to cancel it): the last reference to an active source that was not cancelled stops
+     * it without its cancel handler (as libdispatch). */
+    if (!cancel_later && below(rng, 2)) {
         cq_release(r->s); /* before the cancel handler ran: the source lives until it has */
         wait_canceled(r);
     } else {
@@ -729,12 +733,15 @@ static void scenario_timer(uint64_t *rng)
             break;
         }
     }
-    if (repeating && below(rng, 2)) {
+    bool cancel_later = repeating && below(rng, 2);
+    if (cancel_later) {
         atomic_store(&r->cancel_in_handler, true); /* the next fire cancels it */
     } else {
         source_cancel(r);
     }
-    if (below(rng, 2)) {
+    /* Released before its cancel only once cancelled: the last reference to an active source
+     * that was not cancelled stops it without its cancel handler (as libdispatch). */
+    if (!cancel_later && below(rng, 2)) {
         cq_release(r->s);
         wait_canceled(r);
     } else {

@@ -1,7 +1,7 @@
 /*
  * Sources through libdispatch's names: custom data (ADD, OR, REPLACE), registration and cancel
- * handlers, READ and WRITE on a pipe, SIGNAL, target queues, and — CQueueCore only, libdispatch
- * on Linux has neither — PROC and VNODE.
+ * handlers, the last release of an active source, READ and WRITE on a pipe, SIGNAL, target
+ * queues, and — CQueueCore only, libdispatch on Linux has neither — PROC and VNODE.
  */
 #include "compat_test.h"
 
@@ -500,6 +500,53 @@ static void test_vnode(void)
 }
 #endif /* CQ_DISPATCH_COMPAT */
 
+/* The last reference to an active source that was not cancelled stops it: the source is
+ * disposed (its finalizer runs) and its cancel handler does not run. The source kept itself
+ * alive (and firing, for ever) while registered. */
+struct released_source {
+    dispatch_semaphore_t finalized;
+    long cancelled;
+    long events;
+};
+
+static void released_event(void *ctx)
+{
+    compat_add(&((struct released_source *)ctx)->events, 1);
+}
+
+static void released_cancel(void *ctx)
+{
+    compat_add(&((struct released_source *)ctx)->cancelled, 1);
+}
+
+static void released_finalizer(void *ctx)
+{
+    dispatch_semaphore_signal(((struct released_source *)ctx)->finalized);
+}
+
+static void test_release_active(void)
+{
+    struct released_source r = {dispatch_semaphore_create(0), 0, 0};
+    dispatch_queue_t q = dispatch_queue_create("compat.released", DISPATCH_QUEUE_SERIAL);
+    dispatch_source_t timer = dispatch_source_create(DISPATCH_SOURCE_TYPE_TIMER, 0, 0, q);
+    REQUIRE(timer != NULL);
+    dispatch_set_context(timer, &r);
+    dispatch_set_finalizer_f(timer, released_finalizer);
+    dispatch_source_set_event_handler_f(timer, released_event);
+    dispatch_source_set_cancel_handler_f(timer, released_cancel);
+    dispatch_source_set_timer(timer, DISPATCH_TIME_NOW, 1000000, 0);
+    dispatch_resume(timer);
+    dispatch_release(timer);
+    WAIT_SEMA(r.finalized);
+    /* after the finalizer: no handler can be running or start any more */
+    long events = compat_load(&r.events);
+    dispatch_sync_f(q, NULL, compat_noop);
+    CHECK_EQ(compat_load(&r.events), events);
+    CHECK_EQ(compat_load(&r.cancelled), 0);
+    dispatch_release(q);
+    dispatch_release(r.finalized);
+}
+
 int main(void)
 {
     sigset_t usr1;
@@ -513,6 +560,7 @@ int main(void)
     RUN(test_data_or_replace);
     RUN(test_target_queue);
     RUN(test_late_registration_handler);
+    RUN(test_release_active);
     RUN(test_pipe);
     RUN(test_listening_socket);
     RUN(test_signal);

@@ -532,9 +532,15 @@ void cq__source_unregistered(struct cq_source_s *s)
     cq__ref_release(&s->obj); /* the reactor's reference */
 }
 
+static void source_cancel(struct cq_source_s *s);
+
 void cq_source_cancel(cq_source_t src)
 {
-    struct cq_source_s *s = source_check(src, "cq_source_cancel");
+    source_cancel(source_check(src, "cq_source_cancel"));
+}
+
+static void source_cancel(struct cq_source_s *s)
+{
     /* pairs with the activation's acq_rel or of REG_QUEUED: whichever comes second sends UNREGISTER
      */
     uint32_t st = cq__or(&s->state, CQ__SS_CANCELED, acq_rel);
@@ -642,6 +648,14 @@ static void source_xref_dispose(struct cq__object *o)
         cq__crash("cq_release: last reference to source %p released while it is suspended "
                   "(resume it first: its cancel handler could never run)",
                   (void *)s);
+    }
+    if ((st & CQ__SS_ACTIVATED) && !(st & CQ__SS_CANCELED)) {
+        /* As libdispatch: the last reference to an active source that was not cancelled stops
+         * it, without calling its cancel handler (nobody holds the source any more: its
+         * handlers would run on state the program may have freed, for ever). The runtime's own
+         * references keep it until the reactor has let go. */
+        cq__source_set_handler(s, CQ__HANDLER_CANCEL, NULL, NULL, false, NULL);
+        source_cancel(s);
     }
 }
 

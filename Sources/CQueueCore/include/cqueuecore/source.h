@@ -7,7 +7,9 @@
  * the data the next handler reads with cq_source_get_data() (a count, a byte count, or the OR
  * of flags — see each type). After cq_source_cancel() no new event handler starts; once a
  * running one has returned, the cancel handler runs exactly once on the target queue.
- * Descriptors stay the caller's: close them in the cancel handler, not before.
+ * Descriptors stay the caller's: close them in the cancel handler, not before. Releasing the
+ * last reference to an active source that was not cancelled cancels it without its cancel
+ * handler (as libdispatch): keep a reference while it should fire.
  *
  * Handlers are called with the source's context (cq_set_context). Every source retains its
  * target queue; cq_set_target_queue changes it. All calls are thread-safe.
