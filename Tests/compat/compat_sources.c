@@ -1,7 +1,8 @@
 /*
  * Sources through libdispatch's names: custom data (ADD, OR, REPLACE), registration and cancel
- * handlers, the last release of an active source, READ and WRITE on a pipe, SIGNAL, target
- * queues, and — CQueueCore only, libdispatch on Linux has neither — PROC and VNODE.
+ * handlers, the last release of an active source, READ and WRITE on a pipe, a READ event whose
+ * bytes went while it waited, SIGNAL, target queues, and — CQueueCore only, libdispatch on Linux
+ * has neither — PROC and VNODE.
  */
 #include "compat_test.h"
 
@@ -547,6 +548,59 @@ static void test_release_active(void)
     dispatch_release(r.finalized);
 }
 
+/* A READ event whose bytes were read elsewhere while it waited (here: the handler suspended the
+ * source without reading, and the program read them) is dropped on resume: its data would be
+ * 0, which reads as end of file. The next event reports the next bytes. */
+struct stale_read {
+    dispatch_source_t source;
+    dispatch_semaphore_t fired;
+    long calls;
+    long data[2];
+};
+
+static void stale_read_event(void *ctx)
+{
+    struct stale_read *r = (struct stale_read *)ctx;
+    long n = compat_add(&r->calls, 1) - 1; /* this call's index */
+    if (n < 2) {
+        r->data[n] = (long)dispatch_source_get_data(r->source);
+    }
+    dispatch_suspend(r->source);
+    dispatch_semaphore_signal(r->fired);
+}
+
+static void test_read_readiness_gone(void)
+{
+    int sv[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    dispatch_queue_t q = dispatch_queue_create("compat.stale", DISPATCH_QUEUE_SERIAL);
+    struct stale_read r = {NULL, dispatch_semaphore_create(0), 0, {-1, -1}};
+    r.source = dispatch_source_create(DISPATCH_SOURCE_TYPE_READ, (uintptr_t)sv[0], 0, q);
+    REQUIRE(r.source != NULL);
+    dispatch_set_context(r.source, &r);
+    dispatch_source_set_event_handler_f(r.source, stale_read_event);
+    dispatch_resume(r.source);
+    REQUIRE(write(sv[1], "0123456789", 10) == 10);
+    WAIT_SEMA(r.fired);
+    char buf[16];
+    REQUIRE(read(sv[0], buf, sizeof buf) == 10);
+    dispatch_resume(r.source);
+    /* no event for the bytes that are gone (it came at once on resume: data 0) */
+    CHECK(dispatch_semaphore_wait(r.fired, compat_short()) != 0);
+    REQUIRE(write(sv[1], "abc", 3) == 3);
+    WAIT_SEMA(r.fired);
+    CHECK_EQ(r.data[0], 10);
+    CHECK_EQ(r.data[1], 3);
+    dispatch_source_cancel(r.source);
+    dispatch_resume(r.source);
+    dispatch_release(r.source);
+    dispatch_sync_f(q, NULL, compat_noop);
+    close(sv[0]);
+    close(sv[1]);
+    dispatch_release(r.fired);
+    dispatch_release(q);
+}
+
 int main(void)
 {
     sigset_t usr1;
@@ -562,6 +616,7 @@ int main(void)
     RUN(test_late_registration_handler);
     RUN(test_release_active);
     RUN(test_pipe);
+    RUN(test_read_readiness_gone);
     RUN(test_listening_socket);
     RUN(test_signal);
 #ifdef CQ_DISPATCH_COMPAT

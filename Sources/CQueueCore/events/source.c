@@ -387,6 +387,12 @@ void cq__source_invoke(struct cq_source_s *s)
         }
         if (io && fired) {
             data = readiness_data(s);
+            if (data == 0 && !still_ready(s)) {
+                /* Nothing to read, and not the end of file either: the readiness this event
+                 * reported went while it waited (the program read the bytes elsewhere, e.g.
+                 * while the source was suspended). Data 0 would read as end of file: no event. */
+                fired = false;
+            }
         }
         if (fired || data) {
             cq__store(&s->data, data, relaxed);
