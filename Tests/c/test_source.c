@@ -579,6 +579,43 @@ static void test_vnode_directory(void)
     rmdir(dir);
 }
 
+/* A source on a file whose previous source was just cancelled: inotify gives one watch per
+ * inode, which the new source shared when it was created, and the old source's unregistration
+ * removed it (11-15 of 20 new sources never saw a write). */
+static void test_vnode_rewatch(void)
+{
+    char dir[] = "/tmp/cq-vnode-re-XXXXXX";
+    REQUIRE(mkdtemp(dir) != NULL);
+    char path[300];
+    snprintf(path, sizeof path, "%s/file", dir);
+    int wfd = open(path, O_CREAT | O_WRONLY, 0644);
+    REQUIRE(wfd >= 0);
+    for (int i = 0; i < 20; i++) {
+        int fa = open(path, O_RDONLY), fb = open(path, O_RDONLY);
+        REQUIRE(fa >= 0 && fb >= 0);
+        struct probe *a = probe_new(CQ_SOURCE_TYPE_VNODE, (uintptr_t)fa, CQ_VNODE_WRITE, NULL);
+        cq_resume(a->source);
+        while (atomic_load(&a->registrations) == 0) {
+            let_time_pass(100000);
+        }
+        cq_source_cancel(a->source);
+        struct probe *b = probe_new(CQ_SOURCE_TYPE_VNODE, (uintptr_t)fb, CQ_VNODE_WRITE, NULL);
+        probe_finish(a);
+        cq_resume(b->source);
+        while (atomic_load(&b->registrations) == 0) {
+            let_time_pass(100000);
+        }
+        REQUIRE(write(wfd, "x", 1) == 1);
+        wait_bits(b, CQ_VNODE_WRITE);
+        probe_finish(b);
+        close(fa);
+        close(fb);
+    }
+    close(wfd);
+    unlink(path);
+    rmdir(dir);
+}
+
 /* ---- custom data --------------------------------------------------------------------------- */
 
 #define MERGERS 8
@@ -1087,6 +1124,7 @@ int main(void)
     RUN(test_process_exit);
     RUN(test_vnode);
     RUN(test_vnode_directory);
+    RUN(test_vnode_rewatch);
     RUN(test_data_add);
     RUN(test_data_or_replace);
     RUN(test_cancel_after_running_handler);

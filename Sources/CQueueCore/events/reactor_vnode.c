@@ -32,12 +32,20 @@ static int inotify_mask_for(uintptr_t mask)
     return m;
 }
 
+static int add_watch(int fd, uintptr_t mask);
+
 int cq__vnode_watch(int fd, uintptr_t mask)
 {
     if (cq__reactor_ensure_started() != 0) {
         errno = R.error;
         return -1;
     }
+    return add_watch(fd, mask);
+}
+
+/* inotify watches the inode behind `fd` (found through its path); -1 with errno on failure. */
+static int add_watch(int fd, uintptr_t mask)
+{
     char proc[64], path[PATH_MAX];
     snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
     ssize_t n = readlink(proc, path, sizeof path - 1);
@@ -53,6 +61,14 @@ void cq__reactor_watch_register(struct cq_source_s *s)
 {
     if (s->wd < 0) {
         return;
+    }
+    /* The watch made when the source was created may be gone: another source on the inode
+     * shared it (inotify gives one watch per inode), and its unregistration, handled here
+     * since, removed it with its last registered source. Add it again (the same watch if it
+     * is still there; else a new one, maybe under another number). */
+    int wd = add_watch((int)s->handle, s->mask);
+    if (wd >= 0) {
+        s->wd = wd;
     }
     R.watches = cq__reactor_table_fit(R.watches, &R.nwatches, s->wd, "a file watch");
     if (R.watches[s->wd] == NULL) {
