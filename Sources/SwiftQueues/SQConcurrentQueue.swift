@@ -52,6 +52,6 @@ public final class SQConcurrentQueue: SQQueue, @unchecked Sendable {
         }
         super.init(
             handle: handle, label: String(cString: cq_queue_get_label(handle)), qos: qos,
-            jobTrampoline: trampoline, isImmortal: true)
+            jobTrampoline: trampoline, isImmortal: true, globalPriority: priority)
     }
 }

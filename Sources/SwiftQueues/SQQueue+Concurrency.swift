@@ -20,15 +20,32 @@ extension SQQueue: TaskExecutor {
     /// `group.addTask(executorPreference:)`) and, on an ``SQSerialQueue``, for actors whose
     /// executor it is. Not meant to be called directly.
     ///
+    /// A job whose priority is above a global queue's runs in the band of its own priority (a
+    /// `.high` task preferring `SQQueue.global()` does not wait behind default work). Other
+    /// queues run their jobs at the queue's priority: an actor on an ``SQSerialQueue`` of the
+    /// default priority runs a `.high` caller's job in the default band (no escalation; give
+    /// the queue the priority of its most urgent callers).
+    ///
     /// Cost: one `cq_async_f` with the job as its context (no allocation of ours; one reference
     /// count increment on the wrapper of a queue the program made). Thread-safe; never blocks.
     public final func enqueue(_ job: consuming ExecutorJob) {
+        var target = handle
+        if let globalPriority, let urgent = SQQueue.Priority(jobPriority: job.priority),
+            urgent.isHigher(than: globalPriority)
+        {
+            // A global queue's job of a higher priority (a `.high` task preferring
+            // `SQQueue.global()`) runs in its own priority's band, as Dispatch raises a queue to
+            // its most urgent work: it does not wait behind the band's work. The global queues
+            // differ only in their band, so the job still runs on this executor (this queue's
+            // trampoline says so to the runtime).
+            target = cq_get_global_queue(urgent.cValue, 0)
+        }
         let unowned = UnownedJob(job)
         if !isImmortal {
             // Balanced by the trampoline once the job has run.
             _ = Unmanaged.passRetained(self)
         }
-        cq_async_f(handle, sqJobContext(unowned), jobTrampoline)
+        cq_async_f(target, sqJobContext(unowned), jobTrampoline)
     }
 
     /// This queue as the runtime's unowned task-executor reference.

@@ -91,16 +91,12 @@ extension SQQueue {
 
 /// The C global queue for a job's priority (see `tryInstallAsGlobalConcurrentExecutor`).
 private func sqGlobalHandle(for job: UnownedJob) -> OpaquePointer {
-    let raw = job.priority.rawValue
     let queue: SQQueue
-    if raw >= TaskPriority.high.rawValue {
-        queue = SQQueue.globalHigh
-    } else if raw >= TaskPriority.medium.rawValue || raw == 0 {
-        queue = SQQueue.globalDefault
-    } else if raw >= TaskPriority.low.rawValue {
-        queue = SQQueue.globalLow
-    } else {
-        queue = SQQueue.globalBackground
+    switch SQQueue.Priority(jobPriority: job.priority) ?? .default {
+    case .high: queue = SQQueue.globalHigh
+    case .default: queue = SQQueue.globalDefault
+    case .low: queue = SQQueue.globalLow
+    case .background: queue = SQQueue.globalBackground
     }
     return queue.handle
 }

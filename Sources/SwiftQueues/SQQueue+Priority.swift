@@ -21,5 +21,27 @@ extension SQQueue {
             case .background: return Int(CQ_QUEUE_PRIORITY_BACKGROUND)
             }
         }
+
+        /// The band of a Swift job's priority (`TaskPriority`'s raw values); nil if it has
+        /// none (`0`).
+        internal init?(jobPriority: JobPriority) {
+            let raw = jobPriority.rawValue
+            if raw == 0 {
+                return nil
+            } else if raw >= TaskPriority.high.rawValue {
+                self = .high
+            } else if raw >= TaskPriority.medium.rawValue {
+                self = .default
+            } else if raw >= TaskPriority.low.rawValue {
+                self = .low
+            } else {
+                self = .background
+            }
+        }
+
+        /// Whether this band's work runs before `other`'s.
+        internal func isHigher(than other: Priority) -> Bool {
+            cValue > other.cValue
+        }
     }
 }

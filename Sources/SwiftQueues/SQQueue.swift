@@ -54,16 +54,21 @@ public class SQQueue: _SQQueueMaking, @unchecked Sendable {
     /// reference to them; any other queue's wrapper is retained for each pending job.
     internal let isImmortal: Bool
 
+    /// For a global queue, its priority; nil for any other queue. A job of a higher priority
+    /// given to a global queue runs in that priority's band (see ``enqueue(_:)``).
+    internal let globalPriority: Priority?
+
     /// Takes over `handle`'s reference. Subclasses' initializers are the only callers.
     internal init(
         handle: OpaquePointer, label: String, qos: SQQoS, jobTrampoline: cq_function_t,
-        isImmortal: Bool
+        isImmortal: Bool, globalPriority: Priority? = nil
     ) {
         self.handle = handle
         self.label = label
         self.qos = qos
         self.jobTrampoline = jobTrampoline
         self.isImmortal = isImmortal
+        self.globalPriority = globalPriority
         if !isImmortal {
             // The job trampolines find the wrapper of the queue they run on through the C
             // queue's context (an unretained pointer: every job holds a reference). Set before

@@ -1,4 +1,5 @@
 import SwiftQueues
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -155,5 +156,35 @@ private func runningOn() -> String? {
             return sum
         }
         #expect(sum == (0..<10_000).reduce(0, +))
+    }
+
+    /// A `.high` task that prefers `SQQueue.global()` runs in the high band: it does not wait
+    /// behind default work that keeps every normal worker busy (the job waited behind all of
+    /// it). Spinners (CPU-bound, so the pool adds no thread for them) hold the default band
+    /// until the high task has run, or until a shared deadline, which only a stuck task meets.
+    @Test(.timeLimit(.minutes(2))) func testHighPriorityJobOnTheDefaultGlobalQueue() async {
+        final class Shared: Sendable {
+            let ran = Atomic<Bool>(false)
+            let timedOut = Atomic<Bool>(false)
+        }
+        let shared = Shared()
+        let deadline = SQTime.now() + .seconds(30)
+        let group = SQGroup()
+        for _ in 0..<8 {
+            SQQueue.global().async(group: group) {
+                while !shared.ran.load(ordering: .acquiring) {
+                    if SQTime.now() >= deadline {
+                        shared.timedOut.store(true, ordering: .relaxed)
+                        return
+                    }
+                }
+            }
+        }
+        await Task(executorPreference: SQQueue.global(), priority: .high) {
+            shared.ran.store(true, ordering: .releasing)
+        }.value
+        try? await group.waitUntilEmpty()
+        let timedOut = shared.timedOut.load(ordering: .relaxed)
+        #expect(!timedOut)
     }
 }
