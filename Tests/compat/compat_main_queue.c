@@ -1,7 +1,8 @@
 /*
  * The main queue through libdispatch's names: tasks submitted before dispatch_main run in order
  * once it is called; a sync onto the main queue from a worker runs before it returns, as a task
- * of the main queue. dispatch_main never returns: the last task exits the process.
+ * of the main queue; main() itself, before dispatch_main, passes dispatch_assert_queue(main
+ * queue). dispatch_main never returns: the last task exits the process.
  *
  * CQueueCore runs the main queue on the main thread (inside dispatch_main). libdispatch on Linux
  * does not: dispatch_main ends the main thread and pool threads drain the main queue, so the
@@ -76,6 +77,8 @@ int main(void)
     main_thread = pthread_self();
     REQUIRE(main_queue != NULL);
     CHECK(main_queue != compat_global());
+    /* The main thread outside any queue's work counts as on the main queue (it aborted) */
+    dispatch_assert_queue(main_queue);
     for (i = 0; i < 3; i++) {
         dispatch_async_f(main_queue, (void *)(intptr_t)i, on_main_in_order);
     }

@@ -569,14 +569,24 @@ bool cq__queue_is_current(struct cq_queue_s *q)
     return false;
 }
 
+/* The main thread outside any queue's work counts as on the main queue for the checks below
+ * (as in libdispatch: dispatch_assert_queue(main queue) holds in main() before dispatch_main):
+ * main-queue work runs on the main thread only, so not beside it. (Not for sync's deadlock
+ * check: a sync onto the idle main queue from there runs the function at once.) */
+static bool queue_is_current_or_main(struct cq_queue_s *q)
+{
+    return cq__queue_is_current(q) ||
+           (q->kind == CQ__QUEUE_MAIN && cq__tls.frame == NULL && cq__is_main_thread());
+}
+
 bool cq_queue_is_current(cq_queue_t q)
 {
-    return cq__queue_is_current(cq__queue_check(q, "cq_queue_is_current"));
+    return queue_is_current_or_main(cq__queue_check(q, "cq_queue_is_current"));
 }
 
 void cq_assert_queue(cq_queue_t q)
 {
-    if (!cq__queue_is_current(cq__queue_check(q, "cq_assert_queue"))) {
+    if (!queue_is_current_or_main(cq__queue_check(q, "cq_assert_queue"))) {
         struct cq__frame *f = cq__tls.frame;
         cq__crash("cq_assert_queue: expected to run on %s, but running on %s", CQ_DESCRIBE(q),
                   f ? CQ_DESCRIBE(f->queue) : "no queue");
@@ -585,7 +595,7 @@ void cq_assert_queue(cq_queue_t q)
 
 void cq_assert_queue_not(cq_queue_t q)
 {
-    if (cq__queue_is_current(cq__queue_check(q, "cq_assert_queue_not"))) {
+    if (queue_is_current_or_main(cq__queue_check(q, "cq_assert_queue_not"))) {
         cq__crash("cq_assert_queue_not: running on %s", CQ_DESCRIBE(q));
     }
 }
@@ -594,6 +604,9 @@ void cq_assert_queue_not(cq_queue_t q)
  * exclusive sync). The frames are the calling thread's own: no ordering needed. */
 static bool queue_is_current_barrier(struct cq_queue_s *q)
 {
+    if (q->kind == CQ__QUEUE_MAIN && cq__tls.frame == NULL && cq__is_main_thread()) {
+        return true; /* see queue_is_current_or_main: the main queue is serial */
+    }
     for (struct cq__frame *f = cq__tls.frame; f; f = f->prev) {
         if (f->queue == q && f->exclusive) {
             return true;

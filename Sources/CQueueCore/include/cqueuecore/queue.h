@@ -139,8 +139,9 @@ CQ_EXPORT void *cq_get_specific(const void *key);
  * cq_assert_queue / cq_assert_queue_not / cq_queue_is_current
  *   Whether the calling thread is running on `queue`: a task of it, a task of a queue that
  *   targets it, or inside a sync onto it. A task submitted straight to a global queue runs
- *   on that global queue (as in libdispatch; also its label is the current one). The asserts
- *   abort with a message naming the queue when the check fails.
+ *   on that global queue (as in libdispatch; also its label is the current one). The main
+ *   thread outside any queue's work counts as on the main queue (as in libdispatch: main()
+ *   before cq_main). The asserts abort with a message naming the queue when the check fails.
  */
 CQ_EXPORT bool cq_queue_is_current(cq_queue_t queue);
 CQ_EXPORT void cq_assert_queue(cq_queue_t queue);
