@@ -3,8 +3,8 @@
  * clang -fblocks, in C and C++, on both runtimes: one-shots on a pipe, a random-access file
  * channel (write, barrier, read back, cleanup handler), the high-water mark, close with
  * DISPATCH_IO_STOP (in order), a one-shot read of what a pipe or socket has, a barrier waited for
- * on the channel's queue, a cancelled write's data. Only behaviour both runtimes document is
- * checked.
+ * on the channel's queue, a cancelled write's data, a path channel's cleanup error. Only
+ * behaviour both runtimes document is checked.
  */
 #ifndef _DEFAULT_SOURCE
 #define _DEFAULT_SOURCE
@@ -374,6 +374,28 @@ static void test_stop_order(void)
     dispatch_release(q);
 }
 
+/* A path channel whose file cannot be opened reports it to its cleanup handler even when it
+ * had no operation (it reported 0: the path is opened on first use). Nothing is created. */
+static void test_path_cleanup_error(void)
+{
+    dispatch_queue_t q = dispatch_queue_create("compat.io", DISPATCH_QUEUE_SERIAL);
+    dispatch_semaphore_t done = dispatch_semaphore_create(0);
+    __block int err = -1;
+    dispatch_io_t ch = dispatch_io_create_with_path(DISPATCH_IO_STREAM,
+                                                    "/nonexistent-compat-io/file", O_RDONLY, 0, q,
+                                                    ^(int error) {
+                                                        err = error;
+                                                        dispatch_semaphore_signal(done);
+                                                    });
+    REQUIRE(ch != NULL);
+    dispatch_io_close(ch, 0);
+    dispatch_release(ch);
+    WAIT_SEMA(done);
+    CHECK_EQ(err, ENOENT);
+    dispatch_release(done);
+    dispatch_release(q);
+}
+
 int main(void)
 {
     RUN(test_oneshots);
@@ -384,5 +406,6 @@ int main(void)
     RUN(test_barrier_off_channel_queue);
     RUN(test_cancelled_write_data);
     RUN(test_stop_order);
+    RUN(test_path_cleanup_error);
     TEST_MAIN_END();
 }

@@ -481,6 +481,14 @@ static void ch_maybe_cleanup(struct cq_io_s *ch)
         return;
     }
     ch->cleaned = true;
+    if (ch->path && !ch->ready && ch->err == 0 && !(ch->oflag & O_CREAT)) {
+        /* A path channel that never opened its file (no operation): report a path that cannot
+         * be opened as libdispatch does (it looks at the path; it creates nothing) */
+        struct stat st;
+        if (stat(ch->path, &st) != 0) {
+            ch->err = errno;
+        }
+    }
     if (ch->fd >= 0 && ch->parent == NULL) {
         if (ch->type == CQ_IO_STREAM && ch->is_file && !ch->owns_fd) {
             lseek(ch->fd, ch->pos, SEEK_SET); /* where reads and writes left it */
