@@ -3,8 +3,8 @@
  * clang -fblocks, in C and C++, on both runtimes: one-shots on a pipe, a random-access file
  * channel (write, barrier, read back, cleanup handler), the high-water mark, close with
  * DISPATCH_IO_STOP (in order), a one-shot read of what a pipe or socket has, a barrier waited for
- * on the channel's queue, a cancelled write's data, a path channel's cleanup error. Only
- * behaviour both runtimes document is checked.
+ * on the channel's queue, a cancelled write's data, a path channel's cleanup error, a write's
+ * progress with an interval. Only behaviour both runtimes document is checked.
  */
 #ifndef _DEFAULT_SOURCE
 #define _DEFAULT_SOURCE
@@ -396,6 +396,46 @@ static void test_path_cleanup_error(void)
     dispatch_release(q);
 }
 
+/* A write reports its progress in high-water pieces also when an interval is set (it made one
+ * done call only). */
+static void test_write_progress_with_interval(void)
+{
+    char path[] = "/tmp/compat-io-XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    dispatch_queue_t q = dispatch_queue_create("compat.io", DISPATCH_QUEUE_SERIAL);
+    dispatch_io_t ch = dispatch_io_create(DISPATCH_IO_RANDOM, fd, q, ^(int error) {
+        (void)error;
+    });
+    dispatch_io_set_high_water(ch, 4);
+    dispatch_io_set_low_water(ch, 1);
+    dispatch_io_set_interval(ch, 100000000, DISPATCH_IO_STRICT_INTERVAL);
+    dispatch_data_t d = dispatch_data_create("0123456789abcdef", 16, NULL,
+                                             DISPATCH_DATA_DESTRUCTOR_DEFAULT);
+    dispatch_semaphore_t done = dispatch_semaphore_create(0);
+    __block int partial = 0;
+    __block int err = -1;
+    dispatch_io_write(ch, 0, d, q, ^(bool isdone, dispatch_data_t rest, int error) {
+        (void)rest;
+        if (isdone) {
+            err = error;
+            dispatch_semaphore_signal(done);
+        } else {
+            partial++;
+        }
+    });
+    WAIT_SEMA(done);
+    CHECK_EQ(err, 0);
+    CHECK_EQ(partial, 3); /* 12, 8 and 4 bytes left */
+    dispatch_io_close(ch, 0);
+    dispatch_release(ch);
+    dispatch_release(d);
+    close(fd);
+    unlink(path);
+    dispatch_release(done);
+    dispatch_release(q);
+}
+
 int main(void)
 {
     RUN(test_oneshots);
@@ -407,5 +447,6 @@ int main(void)
     RUN(test_cancelled_write_data);
     RUN(test_stop_order);
     RUN(test_path_cleanup_error);
+    RUN(test_write_progress_with_interval);
     TEST_MAIN_END();
 }

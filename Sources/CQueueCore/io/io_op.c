@@ -440,9 +440,11 @@ static void write_done(struct cq__io_op *op, size_t n)
         cq__io_op_finish(op, NULL, 0);
         return;
     }
+    /* The high-water mark cuts the progress reports also when an interval is set (as reads
+     * deliver high-water pieces, and as libdispatch does); the low-water mark only without one. */
     size_t trigger = op->low_set ? op->low : SIZE_MAX;
     trigger = trigger < op->high ? trigger : op->high;
-    if (op->interval == 0 && op->progress >= trigger) {
+    if (op->progress >= op->high || (op->interval == 0 && op->progress >= trigger)) {
         cq_retain(rest);
         cq__io_deliver(op, false, rest, 0);
         op->progress = 0;
