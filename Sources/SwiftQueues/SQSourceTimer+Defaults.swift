@@ -50,4 +50,53 @@ extension SQSourceTimer {
     ) {
         schedule(wallDeadline: wallDeadline, repeating: interval, leeway: leeway)
     }
+
+    // Dispatch's deprecated spellings, kept so that old code ports by renaming (with the same
+    // deprecation warnings).
+
+    /// Dispatch: `DispatchSourceTimer.scheduleOneshot(deadline:leeway:)` (deprecated).
+    @available(*, deprecated, renamed: "schedule(deadline:repeating:leeway:)")
+    public func scheduleOneshot(deadline: SQTime, leeway: SQTimeInterval = .nanoseconds(0)) {
+        schedule(deadline: deadline, repeating: .never, leeway: leeway)
+    }
+
+    /// Dispatch: `DispatchSourceTimer.scheduleOneshot(wallDeadline:leeway:)` (deprecated).
+    @available(*, deprecated, renamed: "schedule(wallDeadline:repeating:leeway:)")
+    public func scheduleOneshot(wallDeadline: SQWallTime, leeway: SQTimeInterval = .nanoseconds(0)) {
+        schedule(wallDeadline: wallDeadline, repeating: .never, leeway: leeway)
+    }
+
+    /// Dispatch: `DispatchSourceTimer.scheduleRepeating(deadline:interval:leeway:)` (deprecated).
+    @available(*, deprecated, renamed: "schedule(deadline:repeating:leeway:)")
+    public func scheduleRepeating(
+        deadline: SQTime, interval: SQTimeInterval, leeway: SQTimeInterval = .nanoseconds(0)
+    ) {
+        schedule(deadline: deadline, repeating: interval, leeway: leeway)
+    }
+
+    /// Dispatch: `DispatchSourceTimer.scheduleRepeating(deadline:interval:leeway:)` (deprecated).
+    @available(*, deprecated, renamed: "schedule(deadline:repeating:leeway:)")
+    public func scheduleRepeating(
+        deadline: SQTime, interval: Double, leeway: SQTimeInterval = .nanoseconds(0)
+    ) {
+        schedule(deadline: deadline, repeating: interval, leeway: leeway)
+    }
+
+    /// Dispatch: `DispatchSourceTimer.scheduleRepeating(wallDeadline:interval:leeway:)`
+    /// (deprecated).
+    @available(*, deprecated, renamed: "schedule(wallDeadline:repeating:leeway:)")
+    public func scheduleRepeating(
+        wallDeadline: SQWallTime, interval: SQTimeInterval, leeway: SQTimeInterval = .nanoseconds(0)
+    ) {
+        schedule(wallDeadline: wallDeadline, repeating: interval, leeway: leeway)
+    }
+
+    /// Dispatch: `DispatchSourceTimer.scheduleRepeating(wallDeadline:interval:leeway:)`
+    /// (deprecated).
+    @available(*, deprecated, renamed: "schedule(wallDeadline:repeating:leeway:)")
+    public func scheduleRepeating(
+        wallDeadline: SQWallTime, interval: Double, leeway: SQTimeInterval = .nanoseconds(0)
+    ) {
+        schedule(wallDeadline: wallDeadline, repeating: interval, leeway: leeway)
+    }
 }
