@@ -104,6 +104,24 @@ import Testing
         #expect(Array(a) == Array(ra))
     }
 
+    /// `regions`: each region in place, as Foundation's `DispatchData.regions` gives them.
+    @Test func testRegions() {
+        var d = SQData.empty
+        var r = DispatchData.empty
+        #expect(d.regions.isEmpty)
+        for (i, n) in [3, 7, 5].enumerated() {
+            let b = bytes(n, seed: UInt8(i * 40))
+            d.append(sq(b))
+            r.append(dd(b))
+        }
+        let ours = d.regions.map { region in region.withUnsafeBytes { Array($0) } }
+        let theirs = r.regions.map { region in region.withUnsafeBytes { Array($0) } }
+        #expect(ours.map(\.count) == [3, 7, 5])
+        #expect(ours == theirs)
+        #expect(d.regions.map { Array($0) } == ours)
+        #expect(d.regions[1][2] == Array(r)[3 + 2])
+    }
+
     @Test func testSubdataAndSubscript() {
         var d = SQData.empty
         var r = DispatchData.empty
