@@ -38,6 +38,15 @@
 #define STUCK_BLOCKED_TICKS 2u
 #define STUCK_BUSY_TICKS 10u
 #define QUIET_TICKS 20u
+/* At the thread limit, with the tasks that hold the threads asleep in the kernel, the monitor
+ * can do nothing until one returns (its worker then takes the waiting work itself). Reading
+ * /proc for each of 250 threads every tick cost two thirds of a CPU there; so while the limit
+ * keeps it from adding a thread, the tick doubles up to LIMITED_TICK_MAX_NS, and a thread
+ * already seen asleep is looked at again only every LIMITED_RECHECK_TICKS ticks. */
+#define LIMITED_TICK_MAX_NS 128000000L
+#define LIMITED_RECHECK_TICKS 8u
+
+static bool limited; /* the last tick could not add a thread for a blocked one (the limit) */
 
 static _Atomic uint32_t active; /* futex: 0 asleep, 1 kicked / running */
 static _Atomic bool missing;    /* its thread could not be started: kicks try again */
@@ -151,8 +160,9 @@ static bool thread_sleeps(pid_t tid)
     return paren && paren[1] == ' ' && (paren[2] == 'S' || paren[2] == 'D');
 }
 
-/* Looks at the procs of one band whose work waits; returns how many are blocked. */
-static uint32_t tick_band(unsigned band)
+/* Looks at the procs of one band whose work waits; returns how many are blocked. Sets
+ * *could_not_add if it needed a thread that it could not add. */
+static uint32_t tick_band(unsigned band, bool *could_not_add)
 {
     bool busy = false;
     uint32_t blocked = 0;
@@ -170,6 +180,10 @@ static uint32_t tick_band(unsigned band)
             continue;
         }
         p->mon_ticks++;
+        if (limited && p->mon_asleep >= 2 && p->mon_ticks % LIMITED_RECHECK_TICKS != 0) {
+            blocked++; /* seen asleep, same task: see LIMITED_RECHECK_TICKS */
+            continue;
+        }
         if (p->mon_ticks >= STUCK_BLOCKED_TICKS) {
             /* Two sightings in a row: a task that computes and touches a cold page now and
              * then is not blocked. */
@@ -185,7 +199,7 @@ static uint32_t tick_band(unsigned band)
     }
     if (blocked && cq__pool_band_saturated(band)) {
         /* Work waits and a CPU is idle because its task sleeps in the kernel: replace it. */
-        cq__pool_add_extra_proc(band);
+        *could_not_add |= !cq__pool_add_extra_proc(band);
     } else if (blocked || busy) {
         /* Work waits behind a long task: an idle worker can take it (stealing from the busy
          * one's ring). A busy task keeps its CPU to itself: more threads than CPUs would only
@@ -201,14 +215,15 @@ static uint32_t tick_band(unsigned band)
 /* One tick: returns true while work is waiting. */
 static bool tick(void)
 {
-    bool waiting = false;
+    bool waiting = false, could_not_add = false;
     uint32_t blocked = 0;
     for (unsigned band = 0; band < CQ__BAND_COUNT; band++) {
         if (cq__pool_band_work_waiting(band)) {
             waiting = true;
-            blocked += tick_band(band);
+            blocked += tick_band(band, &could_not_add);
         }
     }
+    limited = could_not_add;
     cq__pool_set_blocked_in_tasks(blocked);
     return waiting;
 }
@@ -227,12 +242,18 @@ static void *monitor_main(void *arg)
             cq__futex_wait(&active, 0, NULL);
         }
         run_starts();
+        long tick_ns = TICK_NS;
         for (uint32_t quiet = 0; quiet < QUIET_TICKS;) {
-            struct timespec d = {0, TICK_NS};
+            struct timespec d = {0, tick_ns};
             nanosleep(&d, NULL);
             run_starts();
             quiet = tick() ? 0 : quiet + 1;
+            /* see LIMITED_TICK_MAX_NS */
+            tick_ns = !limited                            ? TICK_NS
+                      : tick_ns < LIMITED_TICK_MAX_NS / 2 ? tick_ns * 2
+                                                          : LIMITED_TICK_MAX_NS;
         }
+        limited = false;
         /* pairs with the seq_cst work re-check below against producers' publish-then-kick (see
          * cq__monitor_kick) */
         cq__store(&active, 0, seq_cst);
