@@ -16,6 +16,20 @@
 #include "scheduler/task_internal.h"
 #include "sync/apply_internal.h"
 
+/* The iterations of the applies whose chunks this thread is running, multiplied (saturating);
+ * 0 outside any. An apply inside another shares the workers the outer one already spreads
+ * over: with W workers and N enclosing iterations it uses W / N of them, and runs on the
+ * calling thread alone once that is 1 (as libdispatch). Each nested apply pushed a helper task
+ * that found nothing left when it ran, long after, holding ~240 bytes until then: 1M outer
+ * iterations of an apply of 10 grew the process by 190 MB (libdispatch: 3 MB). */
+static __thread size_t enclosing_iterations;
+
+static size_t times(size_t a, size_t b)
+{
+    size_t r;
+    return __builtin_mul_overflow(a, b, &r) ? SIZE_MAX : r;
+}
+
 struct apply {
     _Atomic size_t next CQ_CACHE_ALIGNED; /* first iteration of the next chunk */
     _Atomic size_t done CQ_CACHE_ALIGNED; /* iterations completed */
@@ -23,6 +37,7 @@ struct apply {
     struct cq__event finished;            /* signalled by whoever completes the last chunk */
     size_t iterations;
     size_t chunk;
+    size_t nesting; /* enclosing_iterations while its chunks run (this apply's included) */
     cq_apply_function_t function; /* one of the two is set */
     cq_apply_range_function_t ranges;
     void *context;
@@ -44,9 +59,12 @@ static inline void run_range(cq_apply_function_t function, cq_apply_range_functi
 static void participate(struct apply *a)
 {
     const size_t n = a->iterations, chunk = a->chunk;
+    size_t saved = enclosing_iterations;
+    enclosing_iterations = a->nesting;
     for (;;) {
         size_t start = cq__add(&a->next, chunk, relaxed);
         if (start >= n) {
+            enclosing_iterations = saved;
             return;
         }
         size_t end = start + chunk < n ? start + chunk : n;
@@ -102,8 +120,15 @@ static void apply_on_queue(void *ctx)
     struct apply_start *st = ctx;
     const size_t n = st->iterations;
     uint32_t workers = cq__pool_workers();
+    size_t enclosing = enclosing_iterations;
+    if (enclosing > 0) {
+        workers = enclosing < workers ? workers / (uint32_t)enclosing : 1;
+    }
+    size_t nesting = times(enclosing ? enclosing : 1, n);
     if (n == 1 || workers == 1 || chain_is_serial(st->queue)) {
+        enclosing_iterations = nesting;
         run_range(st->function, st->ranges, st->context, 0, n);
+        enclosing_iterations = enclosing;
         return;
     }
     size_t pieces = (size_t)workers * 16;
@@ -123,6 +148,7 @@ static void apply_on_queue(void *ctx)
     cq__event_init(&a->finished);
     a->iterations = n;
     a->chunk = chunk;
+    a->nesting = nesting;
     a->function = st->function;
     a->ranges = st->ranges;
     a->context = st->context;
