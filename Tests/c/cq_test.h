@@ -118,6 +118,19 @@ static inline uint64_t cq_test_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The process's resident set, in KiB (/proc/self/statm). */
+static inline long cq_test_rss_kib(void)
+{
+    long pages = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    REQUIRE(f != NULL);
+    if (fscanf(f, "%ld %ld", &pages, &resident) != 2) {
+        resident = 0;
+    }
+    fclose(f);
+    return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
 /* Voluntary context switches of the runtime's threads (named "cq-..."): every sleep of a
  * worker, spare, the monitor or the reactor adds one, so a difference of 0 over an interval
  * means none of them woke up. */

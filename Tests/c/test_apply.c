@@ -76,23 +76,11 @@ static void wide_outer(void *ctx, size_t i)
     cq_apply_f(4, cq_get_global_queue(0, 0), ctx, wide_inner);
 }
 
-static long rss_kib(void)
-{
-    long pages = 0, resident = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-    REQUIRE(f != NULL);
-    if (fscanf(f, "%ld %ld", &pages, &resident) != 2) {
-        resident = 0;
-    }
-    fclose(f);
-    return resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 static void test_nested_in_wide_apply(void)
 {
-    long before = rss_kib();
+    long before = cq_test_rss_kib();
     cq_apply_f(400000, cq_get_global_queue(0, 0), NULL, wide_outer);
-    long grown = rss_kib() - before;
+    long grown = cq_test_rss_kib() - before;
     fprintf(stderr, "   RSS grew by %ld KiB\n", grown);
     CHECK_EQ(atomic_load(&wide_total), 4 * 400000);
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)

@@ -33,28 +33,16 @@
 #define SLACK_KIB (10 * 1024)       /* "within 10 MB of before" */
 #define RETURN_PATIENCE_NS (30 * 1000000000ull)
 
-static long rss_kib(void)
-{
-    long pages = 0, resident = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-    REQUIRE(f != NULL);
-    if (fscanf(f, "%ld %ld", &pages, &resident) != 2) {
-        resident = 0;
-    }
-    fclose(f);
-    return resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 /* Polls the RSS until it is at most `limit` KiB, or the patience runs out; returns the last
  * figure and stores how long it took. */
 static long rss_settle(long limit, double *seconds)
 {
     uint64_t start = cq_test_now_ns();
-    long rss = rss_kib();
+    long rss = cq_test_rss_kib();
     while (RSS_CHECKED && rss > limit && cq_test_now_ns() - start < RETURN_PATIENCE_NS) {
         struct timespec d = {0, 20 * 1000000};
         nanosleep(&d, NULL);
-        rss = rss_kib();
+        rss = cq_test_rss_kib();
     }
     *seconds = (double)(cq_test_now_ns() - start) / 1e9;
     return rss;
@@ -118,7 +106,7 @@ static void blocker(void *ctx)
 
 static void test_task_burst(void)
 {
-    long before = rss_kib();
+    long before = cq_test_rss_kib();
     struct cq_runtime_info info;
     cq_runtime_get_info(&info);
     struct blockers b = {cq_semaphore_create(0), false};
@@ -134,7 +122,7 @@ static void test_task_burst(void)
     for (int i = 0; i < BURST; i++) {
         cq_group_async_f(g, q, &n, count);
     }
-    long peak = rss_kib();
+    long peak = cq_test_rss_kib();
     atomic_store(&b.release, true);
     WAIT_GROUP(g);
     CHECK_EQ(atomic_load(&n), BURST);
@@ -161,7 +149,7 @@ static void timer_fired(void *ctx)
 
 static void test_timer_burst(void)
 {
-    long before = rss_kib();
+    long before = cq_test_rss_kib();
     struct timer_burst t = {0, cq_group_create()};
     uint64_t seed = 0x5eed;
     cq_time_t start = cq_time(CQ_TIME_NOW, 0);
@@ -171,11 +159,11 @@ static void test_timer_burst(void)
         cq_after_f(cq_time(start, (int64_t)below(&seed, 200000) * 1000), cq_get_global_queue(0, 0),
                    &t, timer_fired);
         if (i % 65536 == 0) {
-            long r = rss_kib();
+            long r = cq_test_rss_kib();
             peak = r > peak ? r : peak;
         }
     }
-    long r = rss_kib();
+    long r = cq_test_rss_kib();
     peak = r > peak ? r : peak;
     WAIT_GROUP(t.group);
     CHECK_EQ(atomic_load(&t.fired), BURST);
@@ -197,7 +185,7 @@ static void test_then_no_wakeups(void)
     cq_semaphore_wait(s, cq_time(CQ_TIME_NOW, 500 * 1000000ll));
     long after = cq_test_runtime_thread_switches();
     fprintf(stderr, "   runtime thread wake-ups while idle for 0.5 s: %ld; RSS then %ld KiB\n",
-            after - before, rss_kib());
+            after - before, cq_test_rss_kib());
     CHECK_EQ(after - before, 0);
     cq_release(s);
 }

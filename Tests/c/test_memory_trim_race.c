@@ -45,18 +45,6 @@ static long status_field(const char *name)
     return v;
 }
 
-static long rss_kib(void)
-{
-    long pages = 0, resident = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-    REQUIRE(f != NULL);
-    if (fscanf(f, "%ld %ld", &pages, &resident) != 2) {
-        resident = 0;
-    }
-    fclose(f);
-    return resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 static void count(void *ctx)
 {
     atomic_fetch_add_explicit((atomic_long *)ctx, 1, memory_order_relaxed);
@@ -163,7 +151,7 @@ static void test_trims_overlap_bursts(void)
     cq_after_f(cq_time(CQ_TIME_NOW, 1000000), cq_get_global_queue(0, 0), warm, leave_group);
     WAIT_GROUP(warm);
     cq_release(warm);
-    long before = rss_kib();
+    long before = cq_test_rss_kib();
     pthread_t threads[PRODUCERS];
     struct producer p[PRODUCERS];
     for (int i = 0; i < PRODUCERS; i++) {
@@ -178,12 +166,12 @@ static void test_trims_overlap_bursts(void)
     }
     /* And the memory still goes back at the end (no event says so: poll, generously). */
     uint64_t start = cq_test_now_ns();
-    long rss = rss_kib();
+    long rss = cq_test_rss_kib();
     while (RSS_CHECKED && rss > before + 10 * 1024 &&
            cq_test_now_ns() - start < 30 * 1000000000ull) {
         struct timespec d = {0, 20 * 1000000};
         nanosleep(&d, NULL);
-        rss = rss_kib();
+        rss = cq_test_rss_kib();
     }
     fprintf(stderr,
             "   %ld tasks and timers in %d rounds; RSS before %ld KiB, after %ld KiB (anonymous "
