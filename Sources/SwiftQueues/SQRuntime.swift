@@ -31,6 +31,9 @@ public enum SQRuntime {
         public var timerFires: UInt64
         /// Source event handlers run.
         public var sourceEvents: UInt64
+        /// Runtime threads created so far, of every kind (workers, spares, the monitor, the
+        /// reactor...): a count that keeps growing means threads are created and ended.
+        public var threadsStarted: UInt64
     }
 
     /// The counters now (`cq_runtime_get_counters`).
@@ -40,7 +43,8 @@ public enum SQRuntime {
         return Counters(
             tasksRun: c.tasks_run, steals: c.steals, parks: c.parks, unparks: c.unparks,
             spareThreads: c.spare_threads, threadLimitHits: c.thread_limit_hits,
-            timerFires: c.timer_fires, sourceEvents: c.source_events)
+            timerFires: c.timer_fires, sourceEvents: c.source_events,
+            threadsStarted: c.threads_started)
     }
 
     /// A queue as ``snapshot()`` saw it.

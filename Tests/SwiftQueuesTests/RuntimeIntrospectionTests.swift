@@ -19,6 +19,9 @@ import Testing
         #expect(after.tasksRun - before.tasksRun >= 600)
         #expect(after.steals >= before.steals)
         #expect(after.parks >= before.parks)
+        // the pool's workers ran the tasks: at least one runtime thread exists
+        #expect(after.threadsStarted >= 1)
+        #expect(after.threadsStarted >= before.threadsStarted)
     }
 
     @Test func snapshotListsQueuesWorkersAndSources() throws {
