@@ -845,6 +845,21 @@ static void trim_delay_huge(void *arg)
     cq_release(gate);
 }
 
+/* CQ_THREAD_SLICE_US (worker.c: the scheduler slice of the runtime's threads) at its limits:
+ * clamped with a message, and the pool works. */
+static void thread_slice_at_limits(void *arg)
+{
+    setenv("CQ_THREAD_SLICE_US", (const char *)arg, 1);
+    atomic_long ran = 0;
+    cq_group_t g = cq_group_create();
+    for (int i = 0; i < 1000; i++) {
+        cq_group_async_f(g, cq_get_global_queue(0, 0), &ran, count_one);
+    }
+    WAIT_GROUP(g);
+    CHECK_EQ(atomic_load(&ran), 1000);
+    cq_release(g);
+}
+
 static void negative_semaphore(void *arg)
 {
     (void)arg;
@@ -1317,6 +1332,19 @@ static void test_reports(void)
          1},
         {NULL, 0}};
     expect_report("trim-delay-huge", trim_delay_huge, NULL, trim);
+
+    static const struct expected_line slice_small[] = {
+        {"CQueueCore: CQ_THREAD_SLICE_US=50 is less than 100, the least the pool supports here: "
+         "using 100\n",
+         1},
+        {NULL, 0}};
+    expect_report("thread-slice-below-minimum", thread_slice_at_limits, (void *)"50", slice_small);
+    static const struct expected_line slice_large[] = {
+        {"CQueueCore: CQ_THREAD_SLICE_US=999999 is more than 100000, the most the pool supports "
+         "here: using 100000\n",
+         1},
+        {NULL, 0}};
+    expect_report("thread-slice-too-large", thread_slice_at_limits, (void *)"999999", slice_large);
 
     static const struct expected_line negative[] = {
         {"CQueueCore: cq_semaphore_create: negative initial value -5 (returning NULL)\n", 1},

@@ -500,6 +500,7 @@ static void *reactor_main(void *arg)
 {
     (void)arg;
     pthread_setname_np(pthread_self(), "cq-reactor");
+    cq__thread_set_slice(true);    /* it delivers the program's events (worker.c) */
     prctl(PR_SET_TIMERSLACK, 1UL); /* timerfd expiries on time, not 50 us late */
     struct epoll_event events[64];
     for (;;) {

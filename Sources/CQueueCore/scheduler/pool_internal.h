@@ -83,6 +83,12 @@ enum {
 /* Express threads run at the pool's nice value minus this, where allowed (worker.c). */
 #define CQ__EXPRESS_NICE_BELOW 2
 
+/* The scheduler slice of the calling runtime thread (worker.c): `longer` for the threads that
+ * run and deliver the program's work (normal workers, the reactor), CQ_THREAD_SLICE_US (4 ms
+ * by default); the kernel's default otherwise (express and background workers, which must
+ * preempt or yield promptly). A hint: ignored where the kernel has no custom slices. */
+CQ_INTERNAL void cq__thread_set_slice(bool longer);
+
 /* The band whose procs run work of priority `prio` (high also wakes the express band). */
 CQ_INLINE unsigned cq__band_of_prio(unsigned prio)
 {
