@@ -403,10 +403,16 @@ static void test_write_progress_with_interval(void)
     char path[] = "/tmp/compat-io-XXXXXX";
     int fd = mkstemp(path);
     REQUIRE(fd >= 0);
+    close(fd);
     dispatch_queue_t q = dispatch_queue_create("compat.io", DISPATCH_QUEUE_SERIAL);
-    dispatch_io_t ch = dispatch_io_create(DISPATCH_IO_RANDOM, fd, q, ^(int error) {
-        (void)error;
-    });
+    /* A path channel: libdispatch keys its descriptor state by number, and an earlier test's
+     * pipe with the number mkstemp reuses can still be known to it (a random channel then
+     * fails with ESPIPE, under load) */
+    dispatch_io_t ch = dispatch_io_create_with_path(DISPATCH_IO_RANDOM, path, O_RDWR, 0, q,
+                                                    ^(int error) {
+                                                        (void)error;
+                                                    });
+    REQUIRE(ch != NULL);
     dispatch_io_set_high_water(ch, 4);
     dispatch_io_set_low_water(ch, 1);
     dispatch_io_set_interval(ch, 100000000, DISPATCH_IO_STRICT_INTERVAL);
@@ -430,7 +436,6 @@ static void test_write_progress_with_interval(void)
     dispatch_io_close(ch, 0);
     dispatch_release(ch);
     dispatch_release(d);
-    close(fd);
     unlink(path);
     dispatch_release(done);
     dispatch_release(q);
