@@ -747,15 +747,21 @@ static void reactor_without_descriptors(void *arg)
     CHECK_EQ(errno, EMFILE);
 }
 
+/* The pool started with its default worker count and thread limit. */
+static void check_default_pool(void)
+{
+    struct cq_runtime_info info;
+    cq_runtime_get_info(&info);
+    CHECK(info.workers >= 1);
+    CHECK_EQ(info.thread_limit, info.workers * 16 > 255 ? info.workers * 16 : 255);
+}
+
 static void bad_environment(void *arg)
 {
     (void)arg;
     setenv("CQ_WORKERS", "lots", 1);
     setenv("CQ_THREAD_LIMIT", "0", 1);
-    struct cq_runtime_info info;
-    cq_runtime_get_info(&info);
-    CHECK(info.workers >= 1);
-    CHECK_EQ(info.thread_limit, info.workers * 16 > 255 ? info.workers * 16 : 255);
+    check_default_pool();
 }
 
 /* A leading blank is not a number (it was taken: " 4" gave 4 workers, while "4 " was
@@ -765,10 +771,7 @@ static void blank_environment(void *arg)
     (void)arg;
     setenv("CQ_WORKERS", " 4", 1);
     setenv("CQ_THREAD_LIMIT", "", 1);
-    struct cq_runtime_info info;
-    cq_runtime_get_info(&info);
-    CHECK(info.workers >= 1);
-    CHECK_EQ(info.thread_limit, info.workers * 16 > 255 ? info.workers * 16 : 255);
+    check_default_pool();
 }
 
 const char *cq__io_file_engine(void); /* io/uring.c: chooses the file engine on first use */
@@ -799,6 +802,19 @@ static void count_one(void *ctx)
     atomic_fetch_add((atomic_long *)ctx, 1);
 }
 
+/* 1,000 tasks on the default global queue each run once. */
+static void check_pool_runs_tasks(void)
+{
+    atomic_long ran = 0;
+    cq_group_t g = cq_group_create();
+    for (int i = 0; i < 1000; i++) {
+        cq_group_async_f(g, cq_get_global_queue(0, 0), &ran, count_one);
+    }
+    WAIT_GROUP(g);
+    CHECK_EQ(atomic_load(&ran), 1000);
+    cq_release(g);
+}
+
 /* Values the pool cannot hold are clamped (they overran the run-queue array once), and the
  * clamped pool works: every task of a group runs. */
 static void environment_at_limits(void *arg)
@@ -810,14 +826,7 @@ static void environment_at_limits(void *arg)
     cq_runtime_get_info(&info);
     CHECK_EQ(info.workers, (uint32_t)atoi(values[2]));
     CHECK_EQ(info.thread_limit, (uint32_t)atoi(values[3]));
-    atomic_long ran = 0;
-    cq_group_t g = cq_group_create();
-    for (int i = 0; i < 1000; i++) {
-        cq_group_async_f(g, cq_get_global_queue(0, 0), &ran, count_one);
-    }
-    WAIT_GROUP(g);
-    CHECK_EQ(atomic_load(&ran), 1000);
-    cq_release(g);
+    check_pool_runs_tasks();
 }
 
 /* A trim delay beyond an hour is clamped, reported by the burst that first asks for a trim
@@ -850,14 +859,7 @@ static void trim_delay_huge(void *arg)
 static void thread_slice_at_limits(void *arg)
 {
     setenv("CQ_THREAD_SLICE_US", (const char *)arg, 1);
-    atomic_long ran = 0;
-    cq_group_t g = cq_group_create();
-    for (int i = 0; i < 1000; i++) {
-        cq_group_async_f(g, cq_get_global_queue(0, 0), &ran, count_one);
-    }
-    WAIT_GROUP(g);
-    CHECK_EQ(atomic_load(&ran), 1000);
-    cq_release(g);
+    check_pool_runs_tasks();
 }
 
 static void negative_semaphore(void *arg)

@@ -573,10 +573,14 @@ bool cq__queue_is_current(struct cq_queue_s *q)
  * (as in libdispatch: dispatch_assert_queue(main queue) holds in main() before dispatch_main):
  * main-queue work runs on the main thread only, so not beside it. (Not for sync's deadlock
  * check: a sync onto the idle main queue from there runs the function at once.) */
+static bool main_thread_outside_queues(struct cq_queue_s *q)
+{
+    return q->kind == CQ__QUEUE_MAIN && cq__tls.frame == NULL && cq__is_main_thread();
+}
+
 static bool queue_is_current_or_main(struct cq_queue_s *q)
 {
-    return cq__queue_is_current(q) ||
-           (q->kind == CQ__QUEUE_MAIN && cq__tls.frame == NULL && cq__is_main_thread());
+    return cq__queue_is_current(q) || main_thread_outside_queues(q);
 }
 
 bool cq_queue_is_current(cq_queue_t q)
@@ -604,8 +608,8 @@ void cq_assert_queue_not(cq_queue_t q)
  * exclusive sync). The frames are the calling thread's own: no ordering needed. */
 static bool queue_is_current_barrier(struct cq_queue_s *q)
 {
-    if (q->kind == CQ__QUEUE_MAIN && cq__tls.frame == NULL && cq__is_main_thread()) {
-        return true; /* see queue_is_current_or_main: the main queue is serial */
+    if (main_thread_outside_queues(q)) {
+        return true; /* the main queue is serial */
     }
     for (struct cq__frame *f = cq__tls.frame; f; f = f->prev) {
         if (f->queue == q && f->exclusive) {
