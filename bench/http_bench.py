@@ -198,7 +198,7 @@ def main():
                     help="where cq-http-server and cq-http-server-libdispatch are")
     ap.add_argument("--conns", default="16,64,256", help="connection counts (default 16,64,256)")
     ap.add_argument("--duration", type=int, default=5, help="seconds per wrk run (default 5)")
-    ap.add_argument("--reps", type=int, default=3, help="runs per runtime and count (median)")
+    ap.add_argument("--reps", type=int, default=5, help="runs per runtime and count (median)")
     ap.add_argument("--threads", type=int, default=2, help="wrk threads (default 2)")
     ap.add_argument("--warmup", type=int, default=1, help="seconds of unmeasured load first")
     ap.add_argument("--quick", action="store_true", help="1 s runs, 1 rep, no warm-up")

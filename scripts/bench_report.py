@@ -194,7 +194,7 @@ def cmd_run(args):
             names = positional(shlex.split(args.c_args))
             steps["c"] = len(names) if names else len(set(list_workloads(c_cmd[:1])))
         if "http" not in skip:
-            reps = 1 if args.quick else 2
+            reps = 1 if args.quick else 5  # http_bench.py's default
             if "--reps" in http_extra:
                 reps = int(http_extra[http_extra.index("--reps") + 1])
             runtimes = 1 if "--runtime" in http_extra and \
