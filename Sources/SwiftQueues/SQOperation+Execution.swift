@@ -2,20 +2,25 @@ extension SQOperation {
     /// The default ``start()``: checks, then runs ``main(finish:)`` (or finishes a cancelled
     /// operation at once).
     internal func startDefault() {
-        let byQueue = SQOperationContext.isStarting(self)
+        let onStartPath = SQOperationContext.isStarting(self)
         // Virtual calls happen before the lock: an override may take it itself.
-        let ready = byQueue || isReady
+        let ready = onStartPath || isReady
         var deliverer: SQOperationObservers<StateChange>?
+        var byQueue = onStartPath
         let outcome: StartOutcome = state.withLock { state in
             switch state.phase {
             case .executing: return .misuse("is already executing")
             case .finished: return .misuse("has already finished")
             case .pending: break
             }
-            if !byQueue && state.queue != nil {
+            if state.queue != nil && state.startCalledByQueue {
+                // An override's super.start(), after the queue called start(): the queue
+                // checked readiness before it did.
+                byQueue = true
+            } else if !byQueue && state.queue != nil {
                 return .misuse("is in a queue; the queue starts it")
             }
-            if !ready {
+            if !ready && !byQueue {
                 return .misuse(
                     "is not ready (\(state.unfinished) unfinished dependencies); "
                         + "start only a ready operation")
@@ -35,8 +40,13 @@ extension SQOperation {
         switch outcome {
         case .run:
             SQRuntime.probeOperationState(self, .executing)
-            if byQueue {
+            if onStartPath {
                 runMain()
+            } else if byQueue {
+                // On a thread of the override's choosing: it runs as the queue's start path
+                // would (SQOperationQueue.current names the queue in main and the completion
+                // block).
+                SQOperationContext.run(Unmanaged.passUnretained(self)) { _ in runMain() }
             } else {
                 SQOperationContext.runStartedByHand(self) { runMain() }
             }

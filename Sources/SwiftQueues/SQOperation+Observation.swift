@@ -19,7 +19,8 @@ extension SQOperation {
 
     /// The state changes of this operation from the moment this property is read, as an
     /// `AsyncStream` that buffers every change (none is missed, however slowly it is read)
-    /// and ends after ``StateChange/finished``. Read on an operation that has already
+    /// and ends after ``StateChange/finished``, or when the operation is freed without
+    /// finishing (one cancelled and never started). Read on an operation that has already
     /// finished, it yields only ``StateChange/finished``.
     ///
     /// Thread-safe; never blocks. Not in Foundation.
@@ -27,12 +28,13 @@ extension SQOperation {
         let (stream, continuation) = AsyncStream.makeStream(
             of: StateChange.self, bufferingPolicy: .unbounded)
         let observers = observerHub()
-        let id = observers.add { change in
-            continuation.yield(change)
-            if change == .finished {
-                continuation.finish()
-            }
-        }
+        let id = observers.add(
+            { change in
+                continuation.yield(change)
+                if change == .finished {
+                    continuation.finish()
+                }
+            }, close: { continuation.finish() })
         continuation.onTermination = { _ in observers.remove(id) }
         // Registered first, then checked: if the operation had not finished by now, its
         // `finished` change is enqueued after the registration and will be delivered.

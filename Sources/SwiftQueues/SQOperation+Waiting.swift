@@ -19,6 +19,8 @@ extension SQOperation {
         // From another operation's completion block: some waits could never end.
         if let finishing {
             checkWaitFromCompletionBlock(of: finishing)
+        } else if let context = SQOperationContext.current, context.pointee.finishingQueue == nil {
+            checkWaitFromOperation(context.pointee.operation)
         }
         let semaphore = SQSemaphore(value: 0)
         let mustWait = state.withLock { state in
@@ -69,6 +71,26 @@ extension SQOperation {
 }
 
 extension SQOperation {
+    /// Called by ``waitUntilFinished()`` on this operation from inside `running`, which its
+    /// queue is running on this thread: stops the process if this operation waits to start in
+    /// that same queue, of width 1, whose slot `running` holds until it returns (Foundation
+    /// hangs there; `addOperations(_:waitUntilFinished: true)` from an operation of a serial
+    /// queue is the usual way to meet it).
+    fileprivate func checkWaitFromOperation(_ running: SQOperation) {
+        guard let queue = SQOperationContext.currentOperationQueue(),
+            queue.maxConcurrentOperationCount == 1
+        else { return }
+        let waitsThere = state.withLock { state in
+            state.phase == .pending && !state.cancelled
+                && state.queue?.toOpaque() == Unmanaged.passUnretained(queue).toOpaque()
+        }
+        guard waitsThere else { return }
+        sqOperationMisuse(
+            "SQOperation.waitUntilFinished(): \(self) is waited for from inside \(running), which "
+                + "holds the only slot of \(queue) (maxConcurrentOperationCount 1) while "
+                + "\(self) waits there to start: this would wait for ever")
+    }
+
     /// Called by ``waitUntilFinished()`` on this operation from the completion block of
     /// `finishing` (another operation): stops the process if the wait could never end. The
     /// completion block holds back `finishing`'s dependents and, in a queue, its slot: this

@@ -63,6 +63,11 @@ open class SQOperation: @unchecked Sendable, CustomStringConvertible {
         /// keeps itself alive; code that uses it after dropping the lock takes a strong
         /// reference under the lock (`queueReference`).
         var queue: Unmanaged<SQOperationQueue>?
+        /// The queue's start path has called ``SQOperation/start()`` (set for operations
+        /// that may override it): an override may return and call `super.start()` later,
+        /// from another thread (to hop onto a queue of its own), which is then the queue's
+        /// start, not a start by hand.
+        var startCalledByQueue = false
         var completionBlock: (@Sendable () -> Void)?
         /// Rarely used state, created on first use.
         var extras: SQOperationExtras?
@@ -496,6 +501,8 @@ extension SQOperation {
     }
 }
 
+/// The object's address, as Foundation's descriptions print it (`0x...`): the same figure a
+/// debugger or `Unmanaged.toOpaque()` shows.
 internal func sqAddress(_ object: AnyObject) -> String {
-    "0x" + String(UInt(bitPattern: ObjectIdentifier(object).hashValue), radix: 16)
+    "0x" + String(UInt(bitPattern: ObjectIdentifier(object)), radix: 16)
 }

@@ -16,4 +16,10 @@ internal final class SQOperationExtras {
     var observers: SQOperationObservers<SQOperation.StateChange>?
 
     init() {}
+
+    /// The operation is being freed: its `stateChanges` streams end (an operation freed
+    /// before it finished, such as one cancelled in no queue, never sends `finished`).
+    deinit {
+        observers?.closeAll()
+    }
 }

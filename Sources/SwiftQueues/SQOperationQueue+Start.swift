@@ -62,6 +62,10 @@ extension SQOperationQueue {
         if queue.observedFlag.load(ordering: .acquiring) {
             queue.publishStarted(operation)
         }
+        if type(of: operation) != SQBlockOperation.self {
+            // An override of start() may call super.start() later, on another thread.
+            operation.state.withLock { $0.startCalledByQueue = true }
+        }
         operation.start()
         // An operation that overrides start() and isFinished but announced nothing.
         if !operation.hasFinished && operation.isFinished {

@@ -130,8 +130,56 @@ final class GatedOperation: SQOperation, @unchecked Sendable {
     override func main() { runs.add() }
 }
 
+/// An operation whose start() hops onto a serial queue of its own, asynchronously, and
+/// calls super.start() from there: a common way to make an operation run on a given queue.
+final class HoppingOperation: SQOperation, @unchecked Sendable {
+    static let key = SQSpecificKey<Int>()
+    static let hop: SQQueue = {
+        let queue = SQQueue(label: "hop")
+        queue.setSpecific(key: key, value: 1)
+        return queue
+    }()
+    let ranOnHop = Counter()
+    let queueInMain = Locked<SQOperationQueue?>(nil)
+
+    override func start() {
+        if SQQueue.getSpecific(key: Self.key) == nil {
+            Self.hop.async { self.start() }
+            return
+        }
+        super.start()
+    }
+
+    override func main() {
+        if SQQueue.getSpecific(key: Self.key) == 1 {
+            ranOnHop.add()
+        }
+        queueInMain.withLock { $0 = SQOperationQueue.current }
+    }
+}
+
 /// Asynchronous operations: the guide's KVO style and the Finisher (issue 12).
 @Suite struct OperationAsynchronousTests {
+    /// start() overridden to call super.start() later, from another queue: the queue started
+    /// the operation, so this is the queue's start (it stopped the process as a start by hand
+    /// of a queued operation; found by a user-side probe, Foundation runs it).
+    @Test func testOverriddenStartCallingSuperFromAnotherQueue() {
+        let queue = SQOperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let hopping = HoppingOperation()
+        let completions = Counter()
+        hopping.completionBlock = { completions.add() }
+        let dependent = RecordingOperation("dependent")
+        dependent.addDependency(hopping)
+        let next = RecordingOperation("next")
+        queue.addOperations([hopping, dependent, next], waitUntilFinished: false)
+        #expect(finishes(dependent))
+        #expect(empties(queue))
+        #expect(hopping.ranOnHop.value == 1 && completions.value == 1)
+        #expect(hopping.queueInMain.withLock { $0 } === queue)
+        #expect(dependent.runs.value == 1 && next.runs.value == 1)
+    }
+
     @Test func testGuideStyleOperationHoldsItsSlotAndReleasesDependents() {
         let queue = SQOperationQueue()
         queue.maxConcurrentOperationCount = 1

@@ -238,6 +238,45 @@ final class SelfWaitingOperation: SQOperation, @unchecked Sendable {
             "SQOperationQueue.waitUntilAllOperationsAreFinished(): called from an operation of"))
     }
 
+    /// addOperations(_:waitUntilFinished: true) from an operation of a width-1 queue, into
+    /// that queue: the new operations wait for the slot the waiting one holds (Foundation
+    /// hangs). It stops with a message instead.
+    @Test func testWaitingInsideAWidthOneQueueForAnOperationOfIt() async {
+        let result = await #expect(
+            processExitsWith: .failure, observing: [\.standardErrorContent]
+        ) {
+            let queue = SQOperationQueue()
+            queue.maxConcurrentOperationCount = 1
+            let done = SQSemaphore(value: 0)
+            let outer = SQBlockOperation {
+                let inner = SQBlockOperation {}
+                inner.name = "inner"
+                SQOperationQueue.current?.addOperations([inner], waitUntilFinished: true)
+                done.signal()
+            }
+            outer.name = "outer"
+            queue.addOperation(outer)
+            _ = done.wait(timeout: SQTime.now() + .seconds(60))
+        }
+        #expect(Self.message(result).contains(
+            "SQOperation.waitUntilFinished(): <SQBlockOperation \"inner\"> is waited for from "
+                + "inside <SQBlockOperation \"outer\">, which holds the only slot of"))
+    }
+
+    /// The same wait in a queue of width 2 is fine: the inner operation takes the other slot.
+    @Test func testWaitingInsideAWiderQueueForAnOperationOfIt() {
+        let queue = SQOperationQueue()
+        queue.maxConcurrentOperationCount = 2
+        let innerRuns = Counter()
+        let outer = SQBlockOperation {
+            let inner = SQBlockOperation { innerRuns.add() }
+            SQOperationQueue.current?.addOperations([inner], waitUntilFinished: true)
+        }
+        queue.addOperation(outer)
+        #expect(finishes(outer))
+        #expect(innerRuns.value == 1)
+    }
+
     @Test func testWaitingForTheQueueFromItsOwnOperation() async {
         let result = await #expect(
             processExitsWith: .failure, observing: [\.standardErrorContent]

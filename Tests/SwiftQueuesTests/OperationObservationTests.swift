@@ -198,6 +198,25 @@ func describe(_ change: SQOperationQueue.StateChange, names: [ObjectIdentifier: 
         #expect(final.count == count && final.values.allSatisfy { $0 == 3 })
     }
 
+    /// An operation freed before it finished (cancelled, never started) ends its streams;
+    /// they waited for a `finished` that never comes (found by a user-side probe).
+    @Test func testOperationStreamEndsWhenAnUnfinishedOperationIsFreed() async {
+        let received = Locked<[SQOperation.StateChange]>([])
+        let stream: AsyncStream<SQOperation.StateChange>
+        weak var freed: SQBlockOperation?
+        do {
+            let operation = SQBlockOperation {}
+            freed = operation
+            stream = operation.stateChanges
+            operation.cancel()
+        }
+        #expect(freed == nil)
+        #expect(await completesAsync {
+            for await change in stream { received.withLock { $0.append(change) } }
+        })
+        #expect(received.withLock { $0 } == [.cancelled])
+    }
+
     @Test func testQueueStreamEndsWhenTheQueueIsFreed() async {
         let count = Counter()
         let stream: AsyncStream<SQOperationQueue.StateChange>

@@ -59,7 +59,13 @@ func meetingOperations(_ queue: SQOperationQueue, count: Int) -> Int {
         #expect(SQOperationQueue.defaultMaxConcurrentOperationCount == -1)
         #expect(!queue.isSuspended)
         #expect(queue.operationCount == 0 && queue.operations.isEmpty)
-        #expect(queue.name?.hasPrefix("SQOperationQueue 0x") == true)
+        // The object's address, as Foundation and a debugger print it (it was a seeded hash).
+        let address = String(UInt(bitPattern: Unmanaged.passUnretained(queue).toOpaque()), radix: 16)
+        #expect(queue.name == "SQOperationQueue 0x\(address)")
+        let operation = SQBlockOperation {}
+        let operationAddress = String(
+            UInt(bitPattern: Unmanaged.passUnretained(operation).toOpaque()), radix: 16)
+        #expect("\(operation)" == "<SQBlockOperation 0x\(operationAddress)>")
         queue.name = "work"
         #expect(queue.name == "work")
         #expect(queue.qualityOfService == .default)
