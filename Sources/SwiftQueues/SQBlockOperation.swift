@@ -3,7 +3,10 @@
 /// The closures (the *execution blocks*) run concurrently on the thread pool when the
 /// operation starts: the first on the thread running ``SQOperation/start()``, each other one
 /// as a work item on the global queue of the operation's ``SQOperation/qualityOfService`` (or
-/// its queue's, if it has none of its own).
+/// its queue's, if it has none of its own), as Apple documents for `BlockOperation`: also
+/// when the operation's queue is ``SQOperationQueue/main`` or has a serial
+/// ``SQOperationQueue/underlyingQueue`` (only the first block runs there; give an operation
+/// that must stay on that queue one block).
 /// The operation finishes when all of them have returned (Foundation on Linux runs them one
 /// after another). Cancelled before it starts, it runs none of them.
 ///

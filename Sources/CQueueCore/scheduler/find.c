@@ -181,7 +181,9 @@ static bool inject_work_for(unsigned levels)
  * batches; socket handlers (~15 us each) one at a time, so the inject queue stays the one
  * shared queue that every worker serves in order (test_inject_order.c).
  */
+#ifndef CQ__INJECT_BATCH_NS
 #define CQ__INJECT_BATCH_NS 20000u
+#endif
 #define CQ__INJECT_BATCH_MAX 32u
 
 static inline uint32_t batch_limit(struct cq__proc *p)
