@@ -60,6 +60,11 @@ extension SQQueue {
         flags: SQWorkItemFlags,
         execute work: @escaping @Sendable () -> Void
     ) {
+        if when == CQ_TIME_FOREVER {
+            // Never due: the C core drops it, and so must we (the closure, and what it
+            // captures, is released here; a retained box would stay for ever).
+            return
+        }
         if flags.contains(.barrier) {
             after(when, execute: SQWorkItem(qos: qos, flags: flags, block: work))
         } else {

@@ -131,4 +131,28 @@ import SwiftQueues
         #expect(ran.wait(timeout: patience()) == .success)
         #expect(freed.wait(timeout: patience()) == .success)
     }
+
+    /// A deadline that never comes (distantFuture, now + .never, an infinite delay, on either
+    /// clock): the closure never runs, and is released at once, as Dispatch does (it was kept
+    /// for ever: found by a user-side probe).
+    @Test func testNeverDueClosureIsReleased() {
+        let freed = SQSemaphore(value: 0)
+        let ran = Counter()
+        let queue = SQQueue(label: "never")
+        do {
+            let signals = (0..<5).map { _ in DeinitSignal(freed) }
+            queue.asyncAfter(deadline: .distantFuture) { _ = signals[0]; ran.add() }
+            queue.asyncAfter(deadline: .now() + .never) { _ = signals[1]; ran.add() }
+            queue.asyncAfter(deadline: .now() + Double.infinity) { _ = signals[2]; ran.add() }
+            queue.asyncAfter(wallDeadline: .distantFuture) { _ = signals[3]; ran.add() }
+            queue.asyncAfter(deadline: .distantFuture, qos: .utility, flags: .barrier) {
+                _ = signals[4]
+                ran.add()
+            }
+        }
+        for _ in 0..<5 {
+            #expect(freed.wait(timeout: patience()) == .success)
+        }
+        #expect(ran.value == 0)
+    }
 }
