@@ -147,6 +147,27 @@ static void retain_after_last_release(void *arg)
     cq_retain(q); /* the last external reference is gone */
 }
 
+static cq_queue_t finalized_queue;
+
+static void submit_from_finalizer(void *context)
+{
+    (void)context;
+    cq_async_f(finalized_queue, NULL, noop); /* onto the queue being finalized */
+}
+
+/* Its finalizer submits to the queue itself: that brought it back to life, then disposed of it
+ * a second time (a crash in cq__ref_release_slow, with no message). */
+static void async_from_finalizer(void *arg)
+{
+    (void)arg;
+    finalized_queue = cq_queue_create("finalized", NULL);
+    cq_set_context(finalized_queue, &finalized_queue);
+    cq_set_finalizer_f(finalized_queue, submit_from_finalizer);
+    cq_release(finalized_queue);
+    cq_semaphore_t never = cq_semaphore_create(0);
+    cq_semaphore_wait(never, cq_time(CQ_TIME_NOW, 60 * CQ_NSEC_PER_SEC)); /* the abort comes first */
+}
+
 static void null_queue(void *arg)
 {
     (void)arg;
@@ -1056,6 +1077,8 @@ static void test_objects(void)
     EXPECT_ABORT("retain-after-last-release", retain_after_last_release,
                  "CQueueCore: cq_retain: queue \"resurrected\" (0x",
                  ") was already released (resurrection of a dead object)");
+    EXPECT_ABORT("async-from-finalizer", async_from_finalizer, "CQueueCore: cq_async_f: 0x",
+                 " is not a CQueueCore object (or was already freed)");
     EXPECT_ABORT("null-queue", null_queue, "CQueueCore: cq_async_f: NULL object\n");
     EXPECT_ABORT("after-null-queue", after_null_queue, "CQueueCore: cq_after_f: NULL object");
     EXPECT_ABORT("group-async-null-group", group_async_null_group,

@@ -240,8 +240,58 @@ static void test_wall_clock_timer(void)
                         (int64_t)(2 * NSEC_PER_MSEC));
 }
 
+struct order_log {
+    long count;
+    long who[2];
+};
+
+static void ran_a(void *context)
+{
+    struct order_log *l = (struct order_log *)context;
+    l->who[l->count++] = 'A';
+}
+
+static void ran_b(void *context)
+{
+    struct order_log *l = (struct order_log *)context;
+    l->who[l->count++] = 'B';
+}
+
+/* A deadline that has already passed makes dispatch_after an async (libdispatch): the function
+ * is queued at once, ahead of what is submitted next ("run next" through
+ * dispatch_time(DISPATCH_TIME_NOW, 0)). Ours sent it through the timer thread: B ran first. */
+static void test_past_deadline_is_async(void)
+{
+    dispatch_queue_t q = dispatch_queue_create("compat.after.past", NULL);
+    long wrong = 0;
+    int round;
+    for (round = 0; round < 90; round++) {
+        struct order_log l;
+        dispatch_time_t when;
+        memset(&l, 0, sizeof l);
+        switch (round % 3) {
+        case 0:
+            when = dispatch_time(DISPATCH_TIME_NOW, 0);
+            break;
+        case 1:
+            when = dispatch_time(DISPATCH_TIME_NOW, -1000000); /* a millisecond ago */
+            break;
+        default:
+            when = dispatch_walltime(NULL, 0);
+            break;
+        }
+        dispatch_after_f(when, q, &l, ran_a);
+        dispatch_async_f(q, &l, ran_b);
+        dispatch_sync_f(q, NULL, compat_noop);
+        wrong += !(l.count == 2 && l.who[0] == 'A' && l.who[1] == 'B');
+    }
+    CHECK_EQ(wrong, 0);
+    dispatch_release(q);
+}
+
 int main(void)
 {
+    RUN(test_past_deadline_is_async);
     RUN(test_after);
     RUN(test_repeating_timer);
     RUN(test_one_shot_rescheduled);

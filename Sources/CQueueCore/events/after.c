@@ -499,22 +499,23 @@ void cq_after_f(cq_time_t when, cq_queue_t q, void *ctx, cq_function_t fn)
     if (fn == NULL) {
         cq__crash("cq_after_f: NULL function for %s", CQ_DESCRIBE(q));
     }
-    if (when == CQ_TIME_NOW) {
-        cq_async_f(q, ctx, fn);
-        return;
-    }
     if (when == CQ_TIME_FOREVER) {
         return; /* never: libdispatch drops it too */
+    }
+    /* A deadline that has passed (CQ_TIME_NOW, cq_time(CQ_TIME_NOW, 0), a past wall time) is
+     * an async, as in libdispatch: the function is queued now, ahead of what the caller
+     * submits next ("run next" through cq_after_f(cq_time(CQ_TIME_NOW, 0), ...)). */
+    int64_t delay = when == CQ_TIME_NOW ? 0 : cq_time_nanoseconds_until(when);
+    if (delay <= 0) {
+        cq_async_f(q, ctx, fn);
+        return;
     }
     int c = (when & CQ__WALL_BIT) ? WALL : MONO;
     uint64_t ns = when & ~CQ__WALL_BIT;
     int64_t deadline = ns > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)ns;
     /* A little leeway (a tenth of the delay, at most AFTER_LEEWAY_MAX_NS) lets timers due
      * close together share a wake-up. */
-    int64_t delay = cq_time_nanoseconds_until(when);
-    int64_t leeway = delay <= 0                         ? 0
-                     : delay / 10 < AFTER_LEEWAY_MAX_NS ? delay / 10
-                                                        : AFTER_LEEWAY_MAX_NS;
+    int64_t leeway = delay / 10 < AFTER_LEEWAY_MAX_NS ? delay / 10 : AFTER_LEEWAY_MAX_NS;
     struct pending *b = malloc(sizeof *b);
     if (b == NULL) {
         cq__crash("out of memory creating a timer");

@@ -99,7 +99,7 @@ static inline void dispatch_set_context(dispatch_object_t object, void *context)
     cq_set_context(object, context);
 }
 
-/* Runs even when the context is NULL (libdispatch skips it then). */
+/* As in libdispatch, not called when the context is NULL. */
 static inline void dispatch_set_finalizer_f(dispatch_object_t object, dispatch_function_t finalizer)
 {
     cq_set_finalizer_f(object, finalizer);

@@ -548,6 +548,9 @@ static void queue_dispose(struct cq__object *o)
 {
     struct cq_queue_s *q = (struct cq_queue_s *)o;
     if (q->obj.finalizer && q->obj.context) { /* as libdispatch: no context, no finalizer */
+        /* Dead from here on: a call on the queue from its finalizer (a submission would bring
+         * it back to life and dispose of it twice) is reported as a use of a freed object */
+        q->obj.cls = NULL;
         cq_async_f(cq__load(&q->target, relaxed), q, finalize_queue);
     } else {
         queue_free(q);
@@ -569,18 +572,20 @@ bool cq__queue_is_current(struct cq_queue_s *q)
     return false;
 }
 
-/* The main thread outside any queue's work counts as on the main queue for the checks below
- * (as in libdispatch: dispatch_assert_queue(main queue) holds in main() before dispatch_main):
- * main-queue work runs on the main thread only, so not beside it. (Not for sync's deadlock
- * check: a sync onto the idle main queue from there runs the function at once.) */
-static bool main_thread_outside_queues(struct cq_queue_s *q)
+/* The main thread counts as on the main queue for the checks below: outside any queue's work,
+ * and inside a sync or an apply it makes from there (as in libdispatch, where the main thread
+ * starts out on the main queue: dispatch_assert_queue(main queue) holds in main() before
+ * dispatch_main, and in what main() syncs onto other queues). Main-queue work runs on the main
+ * thread only, so never beside it. (Not for sync's deadlock check: a sync onto the idle main
+ * queue from main() runs the function at once.) */
+static bool main_thread_on_main(struct cq_queue_s *q)
 {
-    return q->kind == CQ__QUEUE_MAIN && cq__tls.frame == NULL && cq__is_main_thread();
+    return q->kind == CQ__QUEUE_MAIN && cq__is_main_thread();
 }
 
 static bool queue_is_current_or_main(struct cq_queue_s *q)
 {
-    return cq__queue_is_current(q) || main_thread_outside_queues(q);
+    return cq__queue_is_current(q) || main_thread_on_main(q);
 }
 
 bool cq_queue_is_current(cq_queue_t q)
@@ -608,7 +613,7 @@ void cq_assert_queue_not(cq_queue_t q)
  * exclusive sync). The frames are the calling thread's own: no ordering needed. */
 static bool queue_is_current_barrier(struct cq_queue_s *q)
 {
-    if (main_thread_outside_queues(q)) {
+    if (main_thread_on_main(q)) {
         return true; /* the main queue is serial */
     }
     for (struct cq__frame *f = cq__tls.frame; f; f = f->prev) {

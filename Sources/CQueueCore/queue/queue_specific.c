@@ -125,14 +125,24 @@ void *cq_queue_get_specific(cq_queue_t q, const void *key)
 void *cq_get_specific(const void *key)
 {
     struct cq__frame *f = cq__tls.frame;
-    if (key == NULL || f == NULL) {
+    if (key == NULL) {
+        return NULL;
+    }
+    struct cq_queue_s *current;
+    if (f != NULL) {
+        current = f->queue;
+    } else if (cq__is_main_thread()) {
+        /* The main thread outside any queue runs as the main queue (as in libdispatch: its
+         * values are seen from main() before cq_main; see queue.c's main_thread_on_main) */
+        current = &cq__main_queue;
+    } else {
         return NULL;
     }
     void *value = NULL;
     cq__rcu_read_lock();
     /* The chain of the queue we run on cannot change under us: retargeting is a barrier on
      * each queue, and we hold every level of the chain (its lock or width). */
-    for (struct cq_queue_s *q = f->queue; q; q = cq__queue_target(q)) {
+    for (struct cq_queue_s *q = current; q; q = cq__queue_target(q)) {
         if (lookup(q, key, &value)) {
             break;
         }

@@ -275,6 +275,11 @@ void cq_after_work_item(cq_time_t when, cq_queue_t queue, cq_work_item_t item)
         return; /* never due: cq_after_f drops it, and the reference would never go */
     }
     if (w->flags & CQ_WORK_ITEM_BARRIER) {
+        if (when == CQ_TIME_NOW || cq_time_nanoseconds_until(when) <= 0) {
+            /* due: submitted as a barrier now, as cq_after_f queues a due function now */
+            submit_late_barrier(late_barrier_new(w, queue));
+            return;
+        }
         cq_after_f(when, late_barrier_root(queue), late_barrier_new(w, queue), submit_late_barrier);
         return;
     }

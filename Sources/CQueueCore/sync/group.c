@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdlib.h>
 
 #include "platform/diag_internal.h"
@@ -62,6 +63,7 @@ cq_group_t cq_group_create(void)
     g->notify_head = g->notify_tail = NULL;
     g->flag_gen = g->wakes_due = g->wakes_done = 0;
     g->wake_ref = false;
+    atomic_init(&g->notified_gen, 0);
     return g;
 }
 
@@ -136,16 +138,18 @@ void cq_group_enter(cq_group_t g)
 }
 
 /* Our leave emptied generation GEN(old) and saw WAITERS or NOTIFY in `old`. The wakers'
- * reference keeps g alive until we have counted ourselves done. */
+ * reference keeps g alive until we have counted ourselves done.
+ *
+ * The notifies are queued before the waiters wake, as libdispatch does: a thread that
+ * returns from cq_group_wait and then submits to a notify's queue finds the notify queued
+ * ahead of its work, and a notify registered after the wait returned (on an empty group:
+ * queued at once) runs after the earlier ones on a serial queue. */
 static CQ_NOINLINE void group_wake(struct cq_group_s *g, uint64_t old)
 {
     uint32_t gen = CQ__GS_GEN(old);
-    if (old & CQ__GS_WAITERS) {
-        cq__futex_wake(gen_word(g), INT_MAX); /* our add moved the word they sleep on */
-    }
     struct cq__group_notify *list = NULL, **tail = &list;
-    pthread_mutex_lock(&g->notify_lock);
     if (old & CQ__GS_NOTIFY) {
+        pthread_mutex_lock(&g->notify_lock);
         /* The notifies of our generation (and of earlier ones, whose wakers are late) are at
          * the front; those of a later generation wait for their own emptying. */
         while (g->notify_head && (int32_t)(g->notify_head->gen - gen) <= 0) {
@@ -157,7 +161,26 @@ static CQ_NOINLINE void group_wake(struct cq_group_s *g, uint64_t old)
         if (g->notify_head == NULL) {
             g->notify_tail = NULL;
         }
+        pthread_mutex_unlock(&g->notify_lock);
     }
+    while (list) {
+        struct cq__group_notify *next = list->next;
+        cq_async_f(list->queue, list->context, list->function);
+        cq__ref_release(&list->queue->obj);
+        free(list);
+        list = next;
+    }
+    if (old & CQ__GS_NOTIFY) {
+        /* release: the notifies' submissions happen-before a waiter that sees this (settle) */
+        uint32_t done = cq__load(&g->notified_gen, relaxed);
+        while ((int32_t)(done - (gen + 1)) < 0 &&
+               !cq__cas_weak(&g->notified_gen, &done, gen + 1, release)) {
+        }
+    }
+    if (old & CQ__GS_WAITERS) {
+        cq__futex_wake(gen_word(g), INT_MAX); /* our add moved the word they sleep on */
+    }
+    pthread_mutex_lock(&g->notify_lock);
     /* Clear what no later generation needs: NOTIFY once the list is empty (the list only
      * changes under the lock), WAITERS while the group is still empty (a waiter of a later
      * generation sets it again, and the leave that empties that one sees it). */
@@ -185,13 +208,6 @@ static CQ_NOINLINE void group_wake(struct cq_group_s *g, uint64_t old)
     pthread_mutex_unlock(&g->notify_lock);
     if (drop) {
         cq__ref_release(&g->obj); /* the wakers' reference; may free g */
-    }
-    while (list) {
-        struct cq__group_notify *next = list->next;
-        cq_async_f(list->queue, list->context, list->function);
-        cq__ref_release(&list->queue->obj);
-        free(list);
-        list = next;
     }
 }
 
@@ -321,13 +337,41 @@ static bool group_timed_out(void *ctx)
 static const struct cq__wait_ops group_wait_ops = {
     .done = group_done, .announce = group_announce, .timed_out = group_timed_out};
 
+/* A waiter saw the group empty. If that emptying's notifies may still be on their way to their
+ * queues (NOTIFY is still set on an empty group: group_wake has not finished), waits until
+ * they are queued, so that what the waiter submits next to a notify's queue comes after the
+ * notify, as in libdispatch, whose leave queues the notifies before it wakes the waiters (and
+ * whose waiters sleep, where ours may spin and see the count first). The leaver is past the
+ * point of no return: a few of its instructions, unless it was preempted. Stops waiting if the
+ * group is entered again. */
+static CQ_NOINLINE void settle(struct cq_group_s *g)
+{
+    for (;;) {
+        /* acquire: pairs with group_wake's release CAS of notified_gen */
+        uint64_t s = cq__load(&g->state, acquire);
+        if (!(s & CQ__GS_NOTIFY) || CQ__GS_COUNT(s) != 0 ||
+            (int32_t)(cq__load(&g->notified_gen, acquire) - CQ__GS_GEN(s)) >= 0) {
+            return;
+        }
+        sched_yield();
+    }
+}
+
+static inline intptr_t emptied(struct cq_group_s *g, uint64_t s)
+{
+    if (cq__unlikely(s & CQ__GS_NOTIFY)) {
+        settle(g);
+    }
+    return 0;
+}
+
 intptr_t cq_group_wait(cq_group_t g, cq_time_t timeout)
 {
     group_check(g, "cq_group_wait");
     /* acquire: pairs with the release of the emptying leave */
     uint64_t s = cq__load(&g->state, acquire);
     if (CQ__GS_COUNT(s) == 0) {
-        return 0;
+        return emptied(g, s);
     }
     if (cq__unlikely(cq__tls.group == g) && timeout == CQ_TIME_FOREVER) {
         cq__crash("cq_group_wait: deadlock: called from a task of %s, which cannot empty while "
@@ -340,11 +384,12 @@ intptr_t cq_group_wait(cq_group_t g, cq_time_t timeout)
         /* pairs with the leaves' acq_rel add in cq_group_leave */
         s = cq__load(&g->state, acquire);
         if (CQ__GS_COUNT(s) == 0 || CQ__GS_GEN(s) != gen) {
-            return 0;
+            return emptied(g, s);
         }
     }
     struct group_wait w = {.g = g, .gen = gen};
-    return cq__wait(&group_wait_ops, &w, timeout);
+    intptr_t r = cq__wait(&group_wait_ops, &w, timeout);
+    return r == 0 ? emptied(g, cq__load(&g->state, relaxed)) : r;
 }
 
 void cq_group_notify_f(cq_group_t g, cq_queue_t q, void *ctx, cq_function_t fn)

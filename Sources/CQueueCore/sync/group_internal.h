@@ -67,6 +67,10 @@ struct cq_group_s {
     uint32_t wakes_due;  /* group_wake calls of closed flag intervals */
     uint32_t wakes_done; /* group_wake calls finished */
     bool wake_ref;       /* the group holds the wakers' reference */
+    /* The generation (as the state word shows it after an emptying) whose notifies are all
+     * queued: group_wake raises it before it wakes the waiters, and a waiter that sees the group
+     * empty with notifies still in flight waits for it (group.c, settle) */
+    _Atomic uint32_t notified_gen;
 };
 
 /* A group task finished: leave its group. */
