@@ -3,6 +3,8 @@ import CQueueCore
 extension SQSource {
     /// See ``SQSourceProtocol/setEventHandler(handler:)``.
     public func setEventHandler(handler: SQWorkItem) {
+        // A barrier item runs as a barrier, as it does when submitted.
+        cq_source_set_handler_barrier(object, handler.flags.contains(.barrier))
         cq_source_set_event_handler_ctx_f(
             object, sqSourceWorkItemContext(handler), sqPerformSourceWorkItem,
             sqReleaseSourceWorkItem)

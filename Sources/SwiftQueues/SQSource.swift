@@ -63,6 +63,7 @@ public class SQSource: SQSourceProtocol, @unchecked Sendable {
 
     /// See ``SQSourceProtocol/setEventHandler(qos:flags:handler:)``.
     public func setEventHandler(qos: SQQoS, flags: SQWorkItemFlags, handler: SQSourceHandler?) {
+        cq_source_set_handler_barrier(object, handler != nil && flags.contains(.barrier))
         guard let handler else {
             cq_source_set_event_handler_ctx_f(object, nil, nil, nil)
             return

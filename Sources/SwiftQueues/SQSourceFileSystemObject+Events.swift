@@ -8,7 +8,7 @@ extension SQSourceFileSystemObject {
     }
 
     /// Inside the event handler, the events seen since the last call (``SQSourceProtocol/data``
-    /// as an option set); empty outside it.
+    /// as an option set); outside it, those of the last call (empty before the first).
     ///
     /// Thread-safe. Dispatch: `DispatchSourceFileSystemObject.data`.
     public var data: SQSource.FileSystemEvent {

@@ -22,7 +22,8 @@ public protocol SQSourceFileSystemObject: SQSourceProtocol {
     /// The descriptor the source watches. Dispatch: `DispatchSourceFileSystemObject.handle`.
     var handle: Int32 { get }
 
-    /// Inside the event handler, the events seen since the last call; empty outside it.
+    /// Inside the event handler, the events seen since the last call; outside it, those of the
+    /// last call (empty before the first).
     /// Dispatch: `DispatchSourceFileSystemObject.data`.
     var data: SQSource.FileSystemEvent { get }
 

@@ -14,7 +14,7 @@ extension SQSourceProcess {
     }
 
     /// Inside the event handler, the events seen since the last call (``SQSourceProtocol/data``
-    /// as an option set); empty outside it.
+    /// as an option set); outside it, those of the last call (empty before the first).
     ///
     /// Thread-safe. Dispatch: `DispatchSourceProcess.data`.
     public var data: SQSource.ProcessEvent {

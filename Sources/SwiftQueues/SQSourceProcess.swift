@@ -19,7 +19,8 @@ public protocol SQSourceProcess: SQSourceProtocol {
     /// The process id the source watches. Dispatch: `DispatchSourceProcess.handle`.
     var handle: pid_t { get }
 
-    /// Inside the event handler, the events seen since the last call; empty outside it.
+    /// Inside the event handler, the events seen since the last call; outside it, those of the
+    /// last call (empty before the first).
     /// Dispatch: `DispatchSourceProcess.data`.
     var data: SQSource.ProcessEvent { get }
 

@@ -41,10 +41,11 @@ public protocol SQSourceProtocol: AnyObject, Sendable {
     /// it). Read ``data`` inside it to learn what happened.
     ///
     /// Set it before ``activate()``; set later, it takes effect from the next batch. The replaced
-    /// closure is released once no call of it can be running. `qos` and `flags` are accepted for
-    /// Dispatch compatibility and change nothing: handlers run at the priority of the target
-    /// queue, and they run one at a time on the source whatever the flags say (Dispatch ignores
-    /// `.barrier` on a source handler too).
+    /// closure is released once no call of it can be running. Handlers run one at a time on
+    /// the source whatever the flags say. With `.barrier`, on a concurrent target queue, each
+    /// call runs as a barrier there (alone, as Dispatch runs it); the other flags and `qos` are
+    /// accepted for Dispatch compatibility and change nothing: handlers run at the priority of
+    /// the target queue.
     ///
     /// Thread-safe; never blocks. Dispatch:
     /// `DispatchSourceProtocol.setEventHandler(qos:flags:handler:)`.
@@ -131,7 +132,8 @@ public protocol SQSourceProtocol: AnyObject, Sendable {
     /// keeps the mask).
     var mask: UInt { get }
 
-    /// Inside the event handler, what the current batch of events amounts to; 0 outside it.
+    /// Inside the event handler, what the current batch of events amounts to; outside it, what
+    /// the last batch amounted to (0 before the first), as in Dispatch.
     ///
     /// - timer: the fires since the last handler call (more than 1 if it fell behind);
     /// - signal: the signals delivered since the last call;

@@ -4,6 +4,42 @@ import Testing
 /// What every source shares: handlers (set, replaced, removed, released), registration,
 /// activation, cancellation, and the lifetime of sources whose handlers capture them.
 @Suite struct SourceLifecycleTests {
+    /// A barrier event handler (the `.barrier` flag, or a barrier work item) on a concurrent
+    /// queue runs alone there, as Dispatch runs it: not beside a task already running (found
+    /// by a user-side probe: the flag was ignored).
+    @Test(arguments: [false, true]) func testBarrierHandlerRunsAlone(workItem: Bool) {
+        let queue = SQQueue(label: "barrier-handler", attributes: .concurrent)
+        let running = Counter()
+        let overlaps = Counter()
+        let handled = SQSemaphore(value: 0)
+        let taskStarted = SQSemaphore(value: 0)
+        let handlerRan = SQSemaphore(value: 0)
+        let source = SQSource.makeUserDataAddSource(queue: queue)
+        let body: @Sendable () -> Void = {
+            if running.value != 0 { overlaps.add() }
+            handlerRan.signal()
+            handled.signal()
+        }
+        if workItem {
+            source.setEventHandler(handler: SQWorkItem(flags: .barrier, block: body))
+        } else {
+            source.setEventHandler(qos: .unspecified, flags: .barrier, handler: body)
+        }
+        source.activate()
+        queue.async {
+            running.add()
+            taskStarted.signal()
+            // Long enough for a handler that ignored the barrier to run beside us.
+            _ = handlerRan.wait(timeout: shortly())
+            running.add(-1)
+        }
+        #expect(taskStarted.wait(timeout: patience()) == .success)
+        source.add(data: 1)
+        #expect(handled.wait(timeout: patience()) == .success)
+        #expect(overlaps.value == 0)
+        source.cancel()
+    }
+
     @Test func testTimerCapturingItselfIsFreedAfterCancel() {
         let q = SQQueue(label: "cycle-timer")
         let cancelled = SQSemaphore(value: 0)

@@ -339,7 +339,7 @@ static void test_cancelled_write_data(void)
 }
 
 /* DISPATCH_IO_STOP ends a stream channel's reads in the order they were submitted: the running
- * one first, then those waiting behind it. */
+ * one first, then those waiting behind it (ours; libdispatch ends all three, in either order). */
 static void test_stop_order(void)
 {
     int p[2];
@@ -366,7 +366,13 @@ static void test_stop_order(void)
     dispatch_io_close(ch, DISPATCH_IO_STOP);
     WAIT_GROUP(g);
     CHECK_EQ(n, 3);
+#ifdef CQ_DISPATCH_COMPAT
     CHECK_EQ(order, 123);
+#else
+    /* libdispatch ends the waiting reads first now and then (231, about one run in 30) */
+    CHECK(order == 123 || order == 132 || order == 213 || order == 231 || order == 312 ||
+          order == 321);
+#endif
     dispatch_release(ch);
     close(p[0]);
     close(p[1]);

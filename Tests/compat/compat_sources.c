@@ -193,6 +193,25 @@ static void test_data_or_replace(void)
     src_cancel_and_release(&s);
 }
 
+/* Outside the event handler, the data is that of the last call (as in libdispatch; ours read 0):
+ * code that reads a replace source's last value from elsewhere sees it. */
+static void test_data_outside_handler(void)
+{
+    struct src s;
+    dispatch_queue_t q = dispatch_queue_create("compat.src.data", NULL);
+    src_init(&s, DISPATCH_SOURCE_TYPE_DATA_REPLACE, 0, 0, q);
+    CHECK_EQ(dispatch_source_get_data(s.source), 0); /* before the first call */
+    dispatch_source_set_event_handler_f(s.source, on_replace);
+    dispatch_source_set_cancel_handler_f(s.source, on_cancel);
+    dispatch_source_merge_data(s.source, 9);
+    dispatch_resume(s.source);
+    WAIT_SEMA(s.done);
+    dispatch_sync_f(q, NULL, compat_noop); /* the handler has returned */
+    CHECK_EQ(dispatch_source_get_data(s.source), 9);
+    src_cancel_and_release(&s);
+    dispatch_release(q);
+}
+
 /* ---- target queues -------------------------------------------------------------------------- */
 
 static char target_key;
@@ -612,6 +631,7 @@ int main(void)
 
     RUN(test_data_add);
     RUN(test_data_or_replace);
+    RUN(test_data_outside_handler);
     RUN(test_target_queue);
     RUN(test_late_registration_handler);
     RUN(test_release_active);

@@ -211,6 +211,8 @@ static void push_handler(struct cq_source_s *s)
     cq__rcu_read_lock();
     /* pairs with the acq_rel exchange in cq__source_set_target (RCU keeps the old one alive) */
     struct cq_queue_s *q = cq__load(&s->target, acquire);
+    /* The item's flags are ours to write: it is pushed again only once it has run */
+    s->item.flags = cq__load(&s->barrier, relaxed) ? CQ__ITEM_BARRIER : 0;
     cq__queue_push(q, &s->item, CQ__PUSH_TAIL);
     cq__rcu_read_unlock();
 }
@@ -401,8 +403,9 @@ void cq__source_invoke(struct cq_source_s *s)
                 struct cq__frame *f = cq__tls.frame;
                 CQ_PROBE4(source_event, s->type->kind, data, s, f ? f->queue->label : "");
             }
+            /* The data stays until the next event, as in libdispatch (code that reads it outside
+             * the handler, e.g. a replace source's last value, sees the last delivered one) */
             cq__source_call_handler(s, CQ__HANDLER_EVENT);
-            cq__store(&s->data, 0, relaxed);
         }
         /* pairs with the acq_rel or's of CANCELED / UNREGISTERED / REGISTERED_NEW and the release
          * or of FIRED (cq__source_event) */
@@ -572,6 +575,12 @@ static void source_cancel(struct cq_source_s *s)
  * reference count (libswiftCore, not built for the sanitizer) is all that orders the two.
  * No-ops in normal builds.
  */
+void cq_source_set_handler_barrier(cq_source_t src, bool barrier)
+{
+    struct cq_source_s *s = source_check(src, "cq_source_set_handler_barrier");
+    cq__store(&s->barrier, barrier, relaxed); /* from the next handler item on */
+}
+
 intptr_t cq_source_testcancel(cq_source_t src)
 {
     struct cq_source_s *s = source_check(src, "cq_source_testcancel");

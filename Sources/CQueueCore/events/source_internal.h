@@ -74,7 +74,8 @@ struct cq_source_s {
     uintptr_t handle, mask;              /* written once */
     _Atomic uint32_t state;
     _Atomic uintptr_t pending;               /* counted event data not yet handled */
-    _Atomic uintptr_t data;                  /* the running handler's data */
+    _Atomic uintptr_t data;                  /* the running (or last) handler's data */
+    _Atomic bool barrier;                    /* its item runs as a barrier on its target */
     struct cq_queue_s *_Atomic target;       /* RCU: read on every event, swapped rarely */
     struct cq__handler *_Atomic handlers[3]; /* event, cancel, registration */
     struct cq__handler *_Atomic retired;     /* replaced handler records (a stack) */

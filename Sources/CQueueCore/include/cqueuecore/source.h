@@ -131,11 +131,17 @@ CQ_EXPORT void cq_source_set_registration_handler_ctx_f(cq_source_t source, void
 
 /* Stops the source asynchronously (see above). Idempotent. */
 CQ_EXPORT void cq_source_cancel(cq_source_t source);
+/* Whether the source's handlers run as barriers on a concurrent target queue: alone, after the
+ * tasks submitted to it before, and before those submitted after (a Swift source's event
+ * handler given as a barrier work item or with the .barrier flag, as Dispatch does). Off by
+ * default; no effect on a serial or a global target. Takes effect from the next handler call. */
+CQ_EXPORT void cq_source_set_handler_barrier(cq_source_t source, bool barrier);
+
 /* Non-zero once cq_source_cancel has been called. */
 CQ_EXPORT intptr_t cq_source_testcancel(cq_source_t source);
 
-/* The data of the events the running event handler was called for (see the types); 0 outside
- * an event handler. */
+/* The data of the events the running event handler was called for (see the types); outside an
+ * event handler, that of the last call (0 before the first), as in libdispatch. */
 CQ_EXPORT uintptr_t cq_source_get_data(cq_source_t source);
 CQ_EXPORT uintptr_t cq_source_get_handle(cq_source_t source);
 CQ_EXPORT uintptr_t cq_source_get_mask(cq_source_t source);
