@@ -171,8 +171,9 @@ static CQ_NOINLINE void group_wake(struct cq_group_s *g, uint64_t old)
         list = next;
     }
     if (old & CQ__GS_NOTIFY) {
-        /* release: the notifies' submissions happen-before a waiter that sees this (settle) */
         uint32_t done = cq__load(&g->notified_gen, relaxed);
+        /* release: the notifies' submissions happen-before a waiter that sees this; pairs with
+         * settle's acquire load of notified_gen */
         while ((int32_t)(done - (gen + 1)) < 0 &&
                !cq__cas_weak(&g->notified_gen, &done, gen + 1, release)) {
         }
