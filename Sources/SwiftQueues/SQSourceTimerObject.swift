@@ -33,10 +33,10 @@ internal final class SQSourceTimerObject: SQSource, SQSourceTimer, @unchecked Se
     /// nanoseconds (saturated); a negative interval is misuse. (`fatalError`, not
     /// `precondition`: its message is printed in optimized builds too.)
     private static func nanoseconds(repeating interval: SQTimeInterval) -> UInt64 {
-        if interval == .never {
-            return UInt64.max
-        }
         let nanoseconds = interval.clampedNanoseconds
+        if interval == .never || nanoseconds == Int64.max {
+            return UInt64.max  // a saturated interval is forever too
+        }
         guard nanoseconds >= 0 else {
             fatalError("SQSourceTimer.schedule: the repeating interval \(interval) is negative")
         }

@@ -7,7 +7,9 @@ extension SQTimeInterval {
     /// `DispatchTimeInterval`).
     @inlinable
     public init(_ duration: Duration) {
-        self = .nanoseconds(Int(SQTimeInterval.clampedNanoseconds(duration)))
+        let nanoseconds = SQTimeInterval.clampedNanoseconds(duration)
+        // Beyond the range (or at its end: 292 years) is forever.
+        self = nanoseconds == Int64.max ? .never : .nanoseconds(Int(nanoseconds))
     }
 
     /// `duration` in nanoseconds, saturated to the `Int64` range; sub-nanosecond parts

@@ -1,8 +1,9 @@
 /// A duration for time arithmetic (``SQTime`` `+` `.milliseconds(5)`).
 ///
 /// Two intervals are equal when they are the same number of nanoseconds
-/// (`.seconds(1) == .milliseconds(1000)`). Conversions to nanoseconds saturate: a duration
-/// beyond the 64-bit range counts as ``never``.
+/// (`.seconds(1) == .milliseconds(1000)`); ``never`` equals only itself, as in Dispatch.
+/// Conversions to nanoseconds saturate: in arithmetic, a duration beyond the 64-bit range
+/// counts as ``never`` (`now + .seconds(Int.max)` is the distant future).
 ///
 /// Dispatch: `DispatchTimeInterval`.
 public enum SQTimeInterval: Sendable {
@@ -57,11 +58,22 @@ public enum SQTimeInterval: Sendable {
 extension SQTimeInterval: Hashable {
     @inlinable
     public static func == (lhs: SQTimeInterval, rhs: SQTimeInterval) -> Bool {
-        lhs.clampedNanoseconds == rhs.clampedNanoseconds
+        // As Dispatch: `.never` equals only itself (not a finite interval that saturates to
+        // the same count, such as `.seconds(Int.max)`); the others compare their lengths.
+        switch (lhs, rhs) {
+        case (.never, .never): return true
+        case (.never, _), (_, .never): return false
+        default: return lhs.clampedNanoseconds == rhs.clampedNanoseconds
+        }
     }
 
     @inlinable
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(clampedNanoseconds)
+        if case .never = self {
+            hasher.combine(true)
+        } else {
+            hasher.combine(false)
+            hasher.combine(clampedNanoseconds)
+        }
     }
 }

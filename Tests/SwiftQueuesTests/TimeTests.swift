@@ -49,7 +49,11 @@ import Glibc
         #expect(SQTimeInterval.microseconds(1) == .nanoseconds(1_000))
         #expect(SQTimeInterval.seconds(1) != .seconds(2))
         #expect(SQTimeInterval.never == .never)
-        #expect(SQTimeInterval.seconds(Int.max) == .never)
+        // As Dispatch: .never equals only itself, though in arithmetic a finite interval that
+        // saturates counts as forever.
+        #expect(SQTimeInterval.seconds(Int.max) != .never)
+        #expect(SQTime.now() + .seconds(Int.max) == .distantFuture)
+        #expect(Set<SQTimeInterval>([.never, .nanoseconds(Int.max)]).count == 2)
         #expect(Set<SQTimeInterval>([.seconds(1), .milliseconds(1_000)]).count == 1)
     }
 
