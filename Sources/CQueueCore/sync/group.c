@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
+#include <time.h>
 #include <stdlib.h>
 
 #include "platform/diag_internal.h"
@@ -347,14 +348,21 @@ static const struct cq__wait_ops group_wait_ops = {
  * group is entered again. */
 static CQ_NOINLINE void settle(struct cq_group_s *g)
 {
-    for (;;) {
+    for (unsigned round = 0;; round++) {
         /* acquire: pairs with group_wake's release CAS of notified_gen */
         uint64_t s = cq__load(&g->state, acquire);
         if (!(s & CQ__GS_NOTIFY) || CQ__GS_COUNT(s) != 0 ||
             (int32_t)(cq__load(&g->notified_gen, acquire) - CQ__GS_GEN(s)) >= 0) {
             return;
         }
-        sched_yield();
+        if (round < 64) {
+            sched_yield();
+        } else {
+            /* The leaver was preempted, perhaps a background worker (SCHED_IDLE), which a
+             * yield does not let run: sleep, and leave it the CPU */
+            struct timespec nap = {0, 20000};
+            nanosleep(&nap, NULL);
+        }
     }
 }
 
