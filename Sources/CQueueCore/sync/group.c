@@ -6,8 +6,8 @@
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
-#include <time.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "platform/diag_internal.h"
 #include "platform/parker_internal.h"
