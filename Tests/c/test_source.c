@@ -355,6 +355,26 @@ static void test_signals(void)
     CHECK(sa.sa_handler == SIG_DFL);
 }
 
+/* A signal raised right after the source's first resume reaches it: the resume returns once
+ * the signal is watched. SIGUSR2's default disposition ends the process, as it did when the
+ * registration came later (libdispatch has that race too). */
+static void test_signal_right_after_activation(void)
+{
+    for (int round = 0; round < 20; round++) {
+        struct probe *p = probe_new(CQ_SOURCE_TYPE_SIGNAL, SIGUSR2, 0, NULL);
+        cq_resume(p->source);
+        raise(SIGUSR2);
+        while (atomic_load(&p->total) < 1) {
+            WAIT_SEMA(p->fired);
+        }
+        CHECK_EQ(atomic_load(&p->total), 1);
+        probe_finish(p);
+    }
+    struct sigaction sa;
+    sigaction(SIGUSR2, NULL, &sa);
+    CHECK(sa.sa_handler == SIG_DFL);
+}
+
 /* ---- pipes and sockets -------------------------------------------------------------------- */
 
 struct reader {
@@ -1117,6 +1137,7 @@ int main(void)
     RUN(test_wall_clock_timer);
     RUN(test_after_ordering);
     RUN(test_signals);
+    RUN(test_signal_right_after_activation);
     RUN(test_read_pipe);
     RUN(test_read_socket);
     RUN(test_write_pipe);

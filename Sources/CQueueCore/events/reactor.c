@@ -496,9 +496,17 @@ static int64_t mono_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+static _Thread_local bool on_reactor_thread;
+
+bool cq__reactor_is_current(void)
+{
+    return on_reactor_thread;
+}
+
 static void *reactor_main(void *arg)
 {
     (void)arg;
+    on_reactor_thread = true;
     pthread_setname_np(pthread_self(), "cq-reactor");
     cq__thread_set_slice(true);    /* it delivers the program's events (worker.c) */
     prctl(PR_SET_TIMERSLACK, 1UL); /* timerfd expiries on time, not 50 us late */

@@ -7,6 +7,9 @@
 #include "platform/atomic_internal.h"
 #include "platform/fork_internal.h"
 
+/* Whether the calling thread is the reactor thread. */
+CQ_INTERNAL bool cq__reactor_is_current(void);
+
 /* Starts the reactor thread once; returns 0, or the errno that stopped it. */
 CQ_INTERNAL int cq__reactor_ensure_started(void);
 

@@ -22,6 +22,7 @@
 #include "events/reactor_internal.h"
 #include "events/source_internal.h"
 #include "platform/diag_internal.h"
+#include "platform/parker_internal.h"
 #include "queue/queue_internal.h"
 #include "scheduler/pool_internal.h"
 
@@ -475,6 +476,27 @@ static uint32_t source_suspended(const struct cq__object *o)
     return (cq__load(&s->state, relaxed) & CQ__SS_SUSPEND_MASK) / CQ__SS_SUSPEND_ONE;
 }
 
+/* The first resume of a SIGNAL source returns once the reactor watches the signal: a signal
+ * the program raises right after activating the source is delivered to it (libdispatch
+ * registers later: such a signal is lost, or, for a default disposition, ends the process).
+ * Not forever: a cancel meanwhile (the registration is then skipped), or a reactor that cannot
+ * start, ends the wait after a second at most. */
+static void wait_registered(struct cq_source_s *s)
+{
+    uint64_t start = cq__now_ns();
+    /* acquire: pairs with cq__source_registered's release store */
+    while (cq__load(&s->reg_word, acquire) == 0) {
+        /* pairs with cq_source_cancel's acq_rel or of CANCELED */
+        if ((cq__load(&s->state, acquire) & CQ__SS_CANCELED) ||
+            cq__now_ns() - start > 1000000000ull) {
+            return;
+        }
+        struct cq__deadline d;
+        cq__deadline_init(&d, cq_time(CQ_TIME_NOW, 10000000)); /* looks at a cancel every 10 ms */
+        cq__futex_wait(&s->reg_word, 0, &d);
+    }
+}
+
 static void source_resume(struct cq__object *o)
 {
     struct cq_source_s *s = source_check((struct cq_source_s *)o, "cq_resume");
@@ -507,6 +529,8 @@ static void source_resume(struct cq__object *o)
          * cq_source_cancel's acq_rel or of CANCELED: whichever comes second sends UNREGISTER */
         if (cq__or(&s->state, CQ__SS_REG_QUEUED, acq_rel) & CQ__SS_CANCELED) {
             cq__reactor_command(s, CQ__CMD_UNREGISTER);
+        } else if (s->type->kind == CQ_SOURCE_KIND_SIGNAL && !cq__reactor_is_current()) {
+            wait_registered(s);
         }
     } else if (!first && !(n & CQ__SS_SUSPEND_MASK) && s->type->kind == CQ_SOURCE_KIND_TIMER) {
         cq__reactor_command(s, CQ__CMD_RESUMED); /* a parked timer counts what it missed */
@@ -516,6 +540,11 @@ static void source_resume(struct cq__object *o)
 
 void cq__source_registered(struct cq_source_s *s)
 {
+    if (s->type->kind == CQ_SOURCE_KIND_SIGNAL) {
+        /* release: pairs with wait_registered's acquire load; the signal is watched */
+        cq__store(&s->reg_word, 1, release);
+        cq__futex_wake(&s->reg_word, INT_MAX);
+    }
     /* pairs with the handler item's acquire loads of state (the registration handler runs after) */
     cq__or(&s->state, CQ__SS_REGISTERED_NEW, release);
     source_wake(s);

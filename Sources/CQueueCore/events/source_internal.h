@@ -76,6 +76,7 @@ struct cq_source_s {
     _Atomic uintptr_t pending;               /* counted event data not yet handled */
     _Atomic uintptr_t data;                  /* the running (or last) handler's data */
     _Atomic bool barrier;                    /* its item runs as a barrier on its target */
+    _Atomic uint32_t reg_word;               /* SIGNAL: 1 once registered (futex word) */
     struct cq_queue_s *_Atomic target;       /* RCU: read on every event, swapped rarely */
     struct cq__handler *_Atomic handlers[3]; /* event, cancel, registration */
     struct cq__handler *_Atomic retired;     /* replaced handler records (a stack) */
