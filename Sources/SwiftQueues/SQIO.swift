@@ -22,7 +22,9 @@ import CQueueCore
 /// after `close(flags: .stop)`). A write's handler gets the data not yet written. Handlers of
 /// one operation never overlap. Pipes and sockets run on the reactor; regular files on
 /// io_uring (or a small thread pool where it is unavailable). A descriptor that is not open,
-/// or a path that cannot be opened, ends operations with that errno; nothing traps.
+/// or a path that cannot be opened, ends operations with that errno; nothing traps. A write
+/// to a pipe whose reader has gone, or to a closed socket, ends with `EPIPE` instead of
+/// raising SIGPIPE (with Dispatch on Linux that signal ends the process).
 ///
 /// Thread-safe. The channel is released with its last reference; operations keep it alive.
 public final class SQIO: @unchecked Sendable {

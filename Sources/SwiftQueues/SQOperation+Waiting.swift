@@ -38,8 +38,9 @@ extension SQOperation {
     /// Waits, without blocking a thread, until the operation has finished and its completion
     /// block has run: `await operation.untilFinished`. Returns at once if it has.
     ///
-    /// Cancelling the waiting task does not end the wait (cancel the operation instead: it
-    /// then finishes soon). Thread-safe. Not in Foundation.
+    /// Cancelling the waiting task does not end the wait (cancel the operation instead: in a
+    /// queue, it then finishes soon; in no queue, a cancelled operation finishes only when
+    /// something calls its ``start()``, as in Foundation). Thread-safe. Not in Foundation.
     public var untilFinished: Void {
         get async {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

@@ -20,9 +20,13 @@ extension SQSourceProtocol {
     /// without bound and nothing is lost. The cancel and registration handlers are left alone.
     ///
     /// The sequence ends (`next()` returns `nil`) when the source is cancelled, when its event
-    /// handler is replaced (at its next event), or when the iterating task is cancelled. When the
-    /// loop ends for any reason (`break`, `return`, a thrown error, task cancellation) the
-    /// source is cancelled. Iterate a source from one loop at a time.
+    /// handler is replaced (at its next event), or when the iterating task is cancelled. A source
+    /// cancelled while you hold it suspended ends the sequence once you resume it (as its cancel
+    /// handler waits for the resume, in Dispatch too). When the loop ends for any reason
+    /// (`break`, `return`, a thrown error, task cancellation) the source is cancelled, as the
+    /// iterator is freed: in a function or a task that is at the end of the loop; in top-level
+    /// code (`main.swift`) Swift may keep the iterator longer, so cancel the source yourself
+    /// there. Iterate a source from one loop at a time.
     ///
     /// Thread-safe; `next()` suspends without blocking a thread.
     public var events: SQSourceEvents<UInt> {
