@@ -13,12 +13,13 @@ extension SQOperation {
             case .finished: return .misuse("has already finished")
             case .pending: break
             }
-            if state.queue != nil && state.startCalledByQueue {
+            if !byQueue && state.queue != nil {
+                guard state.startCalledByQueue else {
+                    return .misuse("is in a queue; the queue starts it")
+                }
                 // An override's super.start(), after the queue called start(): the queue
                 // checked readiness before it did.
                 byQueue = true
-            } else if !byQueue && state.queue != nil {
-                return .misuse("is in a queue; the queue starts it")
             }
             if !ready && !byQueue {
                 return .misuse(

@@ -597,6 +597,12 @@ static void source_cancel(struct cq_source_s *s)
      * once it has (see CQ__SS_REG_QUEUED). */
 }
 
+void cq_source_set_handler_barrier(cq_source_t src, bool barrier)
+{
+    struct cq_source_s *s = source_check(src, "cq_source_set_handler_barrier");
+    cq__store(&s->barrier, barrier, relaxed); /* from the next handler item on */
+}
+
 /*
  * The four getters below read the source and then mark a release for ThreadSanitizer, which
  * source_dispose acquires: the caller holds a reference while it reads, so its read happens
@@ -604,12 +610,6 @@ static void source_cancel(struct cq_source_s *s)
  * reference count (libswiftCore, not built for the sanitizer) is all that orders the two.
  * No-ops in normal builds.
  */
-void cq_source_set_handler_barrier(cq_source_t src, bool barrier)
-{
-    struct cq_source_s *s = source_check(src, "cq_source_set_handler_barrier");
-    cq__store(&s->barrier, barrier, relaxed); /* from the next handler item on */
-}
-
 intptr_t cq_source_testcancel(cq_source_t src)
 {
     struct cq_source_s *s = source_check(src, "cq_source_testcancel");
