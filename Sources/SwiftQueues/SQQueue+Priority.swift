@@ -45,3 +45,10 @@ extension SQQueue {
         }
     }
 }
+
+extension SQQueue {
+    /// Dispatch's name for ``Priority``, so that code naming the type ports by a rename.
+    ///
+    /// Dispatch: `DispatchQueue.GlobalQueuePriority`.
+    public typealias GlobalQueuePriority = Priority
+}

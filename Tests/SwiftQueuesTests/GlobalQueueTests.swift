@@ -30,6 +30,12 @@ import SwiftQueues
         #expect(queues.allSatisfy { !$0.label.isEmpty })
     }
 
+    /// Code that names Dispatch's priority type ports by a rename.
+    @Test func testGlobalQueuePriorityName() {
+        let priority: SQQueue.GlobalQueuePriority = .low
+        #expect(SQQueue.global(priority: priority) === SQQueue.global(priority: SQQueue.Priority.low))
+    }
+
     @Test func testGlobalQueueIsConcurrent() {
         let q = SQQueue.global(priority: .high)
         #expect(meetingCount(on: q, and: q) == 2)
