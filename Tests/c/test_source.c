@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -462,6 +463,64 @@ static void test_read_socket(void)
     run_reader(fds[0], fds[1], true);
 }
 
+/* Reads what has arrived (the descriptor is non-blocking), then records the call. */
+static void read_then_probe(void *ctx)
+{
+    struct probe *p = ctx;
+    char buf[256];
+    while (read((int)cq_source_get_handle(p->source), buf, sizeof buf) > 0) {
+    }
+    probe_event(p);
+}
+
+/* A READ source at the end of file that is not cancelled: told of the end once (data 0), as
+ * libdispatch does, not again and again while the descriptor stays at its end (it fired 24k-64k
+ * times in 100 ms, keeping a thread busy). Bytes written before the end come first. */
+static void test_read_eof_reported_once(void)
+{
+    for (int socket = 0; socket < 2; socket++) {
+        int fds[2];
+        REQUIRE(socket ? socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0 : pipe(fds) == 0);
+        fcntl(fds[0], F_SETFL, O_NONBLOCK);
+        REQUIRE(write(fds[1], "abc", 3) == 3);
+        close(fds[1]);
+        struct probe *p = probe_new(CQ_SOURCE_TYPE_READ, (uintptr_t)fds[0], 0, NULL);
+        cq_source_set_event_handler_f(p->source, read_then_probe);
+        cq_resume(p->source);
+        while (atomic_load(&p->last) != 0 || atomic_load(&p->calls) == 0) {
+            WAIT_SEMA(p->fired);
+        }
+        let_time_pass(30 * 1000000ll); /* room for the calls that must not come */
+        CHECK_EQ(atomic_load(&p->total), 3); /* the bytes, then the end */
+        CHECK_EQ(atomic_load(&p->calls), 2);
+        probe_finish(p);
+        close(fds[0]);
+    }
+}
+
+/* A READ source on a descriptor whose size of pending data the kernel does not report
+ * (FIONREAD fails on an eventfd): the data is 1, as in libdispatch, not the 0 that means the end
+ * of file (a handler that cancels at 0 stopped a working eventfd source). */
+static void test_read_unknown_size(void)
+{
+    int fd = eventfd(0, EFD_NONBLOCK);
+    REQUIRE(fd >= 0);
+    struct probe *p = probe_new(CQ_SOURCE_TYPE_READ, (uintptr_t)fd, 0, NULL);
+    cq_source_set_event_handler_f(p->source, read_then_probe);
+    cq_resume(p->source);
+    for (int i = 1; i <= 3; i++) {
+        uint64_t one = 1;
+        REQUIRE(write(fd, &one, sizeof one) == sizeof one);
+        while (atomic_load(&p->calls) < i) {
+            WAIT_SEMA(p->fired);
+        }
+        CHECK_EQ(atomic_load(&p->last), 1);
+    }
+    CHECK_EQ(atomic_load(&p->total), atomic_load(&p->calls)); /* never 0 */
+    probe_finish(p);
+    close(fd);
+}
+
 static void test_write_pipe(void)
 {
     int fds[2];
@@ -577,25 +636,52 @@ static void test_vnode(void)
     rmdir(dir);
 }
 
+/* A directory's own events: entries made, removed or moved are WRITE (a subdirectory also
+ * LINK: its ".." changes the link count), as kqueue's NOTE_WRITE on a directory; a write to a
+ * file inside it, or a chmod of one, is that file's event and reports nothing on the directory
+ * (it reported WRITE and ATTRIB). Each step ends with an event that must come, after which the
+ * flags of the step are all in (events are merged in order). */
 static void test_vnode_directory(void)
 {
     char dir[] = "/tmp/cq-vnode-dir-XXXXXX";
     REQUIRE(mkdtemp(dir) != NULL);
+    char child[300], path[300], sub[300];
+    snprintf(child, sizeof child, "%s/child", dir);
+    snprintf(path, sizeof path, "%s/new", dir);
+    snprintf(sub, sizeof sub, "%s/sub", dir);
+    int cfd = open(child, O_CREAT | O_WRONLY, 0644);
+    REQUIRE(cfd >= 0);
     int fd = open(dir, O_RDONLY | O_DIRECTORY);
     REQUIRE(fd >= 0);
-    struct probe *p = probe_new(CQ_SOURCE_TYPE_VNODE, (uintptr_t)fd, CQ_VNODE_WRITE, NULL);
+    struct probe *p = probe_new(CQ_SOURCE_TYPE_VNODE, (uintptr_t)fd,
+                                CQ_VNODE_WRITE | CQ_VNODE_ATTRIB | CQ_VNODE_LINK, NULL);
     cq_resume(p->source);
     while (atomic_load(&p->registrations) == 0) {
         let_time_pass(1000000);
     }
-    char path[300];
-    snprintf(path, sizeof path, "%s/new", dir);
+    /* a file inside written to, then the directory's own attributes */
+    REQUIRE(write(cfd, "data", 4) == 4);
+    REQUIRE(fchmod(fd, 0700) == 0);
+    wait_bits(p, CQ_VNODE_ATTRIB);
+    CHECK_EQ(atomic_load(&p->bits), CQ_VNODE_ATTRIB);
+    /* a file inside chmod-ed, then an entry made */
+    atomic_store(&p->bits, 0);
+    REQUIRE(fchmod(cfd, 0600) == 0);
     int f = open(path, O_CREAT | O_WRONLY, 0644);
+    REQUIRE(f >= 0);
     close(f);
-    wait_bits(p, CQ_VNODE_WRITE); /* an entry appeared */
-    unlink(path);
+    wait_bits(p, CQ_VNODE_WRITE);
+    CHECK_EQ(atomic_load(&p->bits), CQ_VNODE_WRITE);
+    /* a subdirectory made */
+    atomic_store(&p->bits, 0);
+    REQUIRE(mkdir(sub, 0755) == 0);
+    wait_bits(p, CQ_VNODE_WRITE | CQ_VNODE_LINK);
     probe_finish(p);
     close(fd);
+    close(cfd);
+    rmdir(sub);
+    unlink(path);
+    unlink(child);
     rmdir(dir);
 }
 
@@ -1140,6 +1226,8 @@ int main(void)
     RUN(test_signal_right_after_activation);
     RUN(test_read_pipe);
     RUN(test_read_socket);
+    RUN(test_read_eof_reported_once);
+    RUN(test_read_unknown_size);
     RUN(test_write_pipe);
     RUN(test_write_hangup);
     RUN(test_process_exit);

@@ -1,7 +1,7 @@
 /*
  * Sources through libdispatch's names: custom data (ADD, OR, REPLACE), registration and cancel
  * handlers, the last release of an active source, READ and WRITE on a pipe, a READ event whose
- * bytes went while it waited, SIGNAL, target queues, and — CQueueCore only, libdispatch on Linux
+ * bytes went while it waited, the end of file reported once, an eventfd's data, SIGNAL, target queues, and — CQueueCore only, libdispatch on Linux
  * has neither — PROC and VNODE.
  */
 #include "compat_test.h"
@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -620,6 +621,78 @@ static void test_read_readiness_gone(void)
     dispatch_release(q);
 }
 
+/* A READ source whose peer has closed, on a handler that reads what there is and does not
+ * cancel: told of the end of file (data 0) once, not again while the descriptor stays at its end
+ * (libdispatch tells the end at once, with the bytes still unread; CQueueCore first tells the
+ * bytes, then the end). And a descriptor whose pending size the kernel does not tell (an
+ * eventfd): data 1 on each event, not the 0 of an end of file. */
+struct eof_read {
+    dispatch_source_t source;
+    dispatch_semaphore_t fired;
+    long calls, zeros, total;
+};
+
+static void eof_read_event(void *ctx)
+{
+    struct eof_read *r = (struct eof_read *)ctx;
+    long data = (long)dispatch_source_get_data(r->source);
+    char buf[64];
+    while (read((int)dispatch_source_get_handle(r->source), buf, sizeof buf) > 0) {
+    }
+    compat_add(&r->total, data);
+    compat_add(&r->zeros, data == 0);
+    compat_add(&r->calls, 1);
+    dispatch_semaphore_signal(r->fired);
+}
+
+static void test_read_end_of_file(void)
+{
+    dispatch_queue_t q = dispatch_queue_create("compat.eof", DISPATCH_QUEUE_SERIAL);
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    REQUIRE(write(fds[1], "abc", 3) == 3);
+    close(fds[1]);
+    int efd = eventfd(0, EFD_NONBLOCK);
+    REQUIRE(efd >= 0);
+    struct eof_read pipe_r = {NULL, dispatch_semaphore_create(0), 0, 0, 0};
+    struct eof_read event_r = {NULL, dispatch_semaphore_create(0), 0, 0, 0};
+    struct eof_read *rs[2] = {&pipe_r, &event_r};
+    int fd[2] = {fds[0], efd};
+    for (int i = 0; i < 2; i++) {
+        rs[i]->source = dispatch_source_create(DISPATCH_SOURCE_TYPE_READ, (uintptr_t)fd[i], 0, q);
+        REQUIRE(rs[i]->source != NULL);
+        dispatch_set_context(rs[i]->source, rs[i]);
+        dispatch_source_set_event_handler_f(rs[i]->source, eof_read_event);
+        dispatch_resume(rs[i]->source);
+    }
+    while (__atomic_load_n(&pipe_r.zeros, __ATOMIC_SEQ_CST) == 0) {
+        WAIT_SEMA(pipe_r.fired);
+    }
+    for (int i = 1; i <= 3; i++) {
+        uint64_t one = 1;
+        REQUIRE(write(efd, &one, sizeof one) == sizeof one);
+        while (__atomic_load_n(&event_r.calls, __ATOMIC_SEQ_CST) < i) {
+            WAIT_SEMA(event_r.fired);
+        }
+    }
+    /* room for calls that must not come */
+    while (dispatch_semaphore_wait(pipe_r.fired, compat_short()) == 0) {
+    }
+    CHECK(pipe_r.calls <= 2);
+    CHECK_EQ(pipe_r.zeros, 1);
+    CHECK_EQ(event_r.total, 3);
+    CHECK_EQ(event_r.zeros, 0);
+    for (int i = 0; i < 2; i++) {
+        dispatch_source_cancel(rs[i]->source);
+        dispatch_sync_f(q, NULL, compat_noop);
+        dispatch_release(rs[i]->source);
+        dispatch_release(rs[i]->fired);
+        close(fd[i]);
+    }
+    dispatch_release(q);
+}
+
 int main(void)
 {
     sigset_t usr1;
@@ -637,6 +710,7 @@ int main(void)
     RUN(test_release_active);
     RUN(test_pipe);
     RUN(test_read_readiness_gone);
+    RUN(test_read_end_of_file);
     RUN(test_listening_socket);
     RUN(test_signal);
 #ifdef CQ_DISPATCH_COMPAT

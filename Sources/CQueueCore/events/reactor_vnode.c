@@ -7,6 +7,7 @@
 #endif
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/inotify.h>
@@ -25,6 +26,9 @@ static int inotify_mask_for(uintptr_t mask)
     }
     if (mask & (CQ_VNODE_WRITE | CQ_VNODE_EXTEND)) {
         m |= IN_MODIFY | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO;
+    }
+    if (mask & CQ_VNODE_LINK) {
+        m |= IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO; /* a directory's subdirectories */
     }
     if (mask & CQ_VNODE_RENAME) {
         m |= IN_MOVE_SELF;
@@ -100,9 +104,19 @@ void cq__reactor_watch_unregister(struct cq_source_s *s)
     }
 }
 
-static uintptr_t vnode_flags(struct cq_source_s *s, uint32_t in_mask)
+/* The CQ_VNODE_* flags of one inotify event for `s`. `child`: the event names an entry of the
+ * watched directory (its len is not 0). Of those only the entry changes count, as WRITE on the
+ * directory (kqueue's NOTE_WRITE on a directory): a write to a file inside it, or a chmod of
+ * one, is that file's event, not the directory's. */
+static uintptr_t vnode_flags(struct cq_source_s *s, uint32_t in_mask, bool child)
 {
     uintptr_t f = 0;
+    if (child) {
+        in_mask &= IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO;
+        if (in_mask == 0) {
+            return 0;
+        }
+    }
     struct stat st;
     bool have = fstat((int)s->handle, &st) == 0;
     if (in_mask & IN_DELETE_SELF) {
@@ -118,6 +132,9 @@ static uintptr_t vnode_flags(struct cq_source_s *s, uint32_t in_mask)
         f |= CQ_VNODE_WRITE;
         if (have && st.st_size > s->vnode_size) {
             f |= CQ_VNODE_EXTEND;
+        }
+        if (child && have && st.st_nlink != s->vnode_nlink) {
+            f |= CQ_VNODE_LINK; /* a subdirectory came or went (its ".." links the directory) */
         }
     }
     if (in_mask & IN_ATTRIB) {
@@ -148,7 +165,7 @@ void cq__reactor_read_inotify(void)
                 continue;
             }
             for (struct cq_source_s *s = R.watches[e->wd]->sources; s; s = s->next_on_key) {
-                uintptr_t f = vnode_flags(s, e->mask);
+                uintptr_t f = vnode_flags(s, e->mask, e->len > 0);
                 if (f) {
                     cq__source_event(s, f, false);
                 }

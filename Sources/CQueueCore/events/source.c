@@ -271,22 +271,19 @@ void cq__source_event(struct cq_source_s *s, uintptr_t value, bool fired)
     source_wake(s);
 }
 
-/* READ: bytes available; WRITE: room to write (1 if unknown). */
+/* READ: bytes available, 0 at the end of file, 1 if the descriptor cannot tell (FIONREAD fails
+ * on a listening socket, whose readiness is a pending connection, and on an eventfd, timerfd or
+ * signalfd: libdispatch reports 1 for these too, where 0 would read as the end of file); WRITE:
+ * room to write (1 if unknown). */
 static uintptr_t readiness_data(struct cq_source_s *s)
 {
     int fd = (int)s->handle;
     int n = 0;
     if (s->type->kind == CQ_SOURCE_KIND_READ) {
-        if (ioctl(fd, FIONREAD, &n) == 0 && n > 0) {
-            return (uintptr_t)n;
+        if (ioctl(fd, FIONREAD, &n) == 0) {
+            return n > 0 ? (uintptr_t)n : 0;
         }
-        /* A listening socket has no bytes (FIONREAD fails on it): its readiness is a pending
-         * connection, which libdispatch reports as 1, not as the 0 of end of file. Asked only
-         * here, where the answer would otherwise be 0. */
-        int listening = 0;
-        socklen_t len = sizeof listening;
-        return getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening ? 1
-                                                                                             : 0;
+        return 1;
     }
     int size = 0, queued = 0;
     socklen_t len = sizeof size;
@@ -411,8 +408,13 @@ void cq__source_invoke(struct cq_source_s *s)
         /* pairs with the acq_rel or's of CANCELED / UNREGISTERED / REGISTERED_NEW and the release
          * or of FIRED (cq__source_event) */
         st = cq__load(&s->state, acquire);
-        if (io && fired && !(st & CQ__SS_CANCELED) && still_ready(s)) {
-            cq__or(&s->state, CQ__SS_FIRED, relaxed); /* level-triggered: fire again */
+        /* Level-triggered: fire again while the descriptor is ready, except after telling a
+         * READ source of the end of file (data 0): a descriptor at its end stays "ready" for
+         * ever, and libdispatch reports the end once, where firing again would keep a thread
+         * busy until the program cancels. A new readiness event still fires. */
+        bool told_eof = s->type->kind == CQ_SOURCE_KIND_READ && data == 0;
+        if (io && fired && !told_eof && !(st & CQ__SS_CANCELED) && still_ready(s)) {
+            cq__or(&s->state, CQ__SS_FIRED, relaxed);
         }
     }
 finish:
