@@ -498,6 +498,33 @@ static void test_read_eof_reported_once(void)
     }
 }
 
+/* A READ source on a regular file stays always ready past the end, as in libdispatch: bytes
+ * appended later are reported (a file's end moves as it grows; epoll cannot watch it). */
+static void test_read_regular_file_grows(void)
+{
+    char path[] = "/tmp/cq-read-file-XXXXXX";
+    int wfd = mkstemp(path);
+    REQUIRE(wfd >= 0);
+    REQUIRE(write(wfd, "hello", 5) == 5);
+    int fd = open(path, O_RDONLY);
+    REQUIRE(fd >= 0);
+    struct probe *p = probe_new(CQ_SOURCE_TYPE_READ, (uintptr_t)fd, 0, NULL);
+    cq_source_set_event_handler_f(p->source, read_then_probe);
+    cq_resume(p->source);
+    while (atomic_load(&p->total) < 5 || atomic_load(&p->last) != 0) { /* read, then at the end */
+        WAIT_SEMA(p->fired);
+    }
+    REQUIRE(write(wfd, "more", 4) == 4);
+    while (atomic_load(&p->total) < 9) {
+        WAIT_SEMA(p->fired);
+    }
+    CHECK_EQ(atomic_load(&p->total), 9);
+    probe_finish(p);
+    close(fd);
+    close(wfd);
+    unlink(path);
+}
+
 /* A READ source on a descriptor whose size of pending data the kernel does not report
  * (FIONREAD fails on an eventfd): the data is 1, as in libdispatch, not the 0 that means the end
  * of file (a handler that cancels at 0 stopped a working eventfd source). */
@@ -1228,6 +1255,7 @@ int main(void)
     RUN(test_read_socket);
     RUN(test_read_eof_reported_once);
     RUN(test_read_unknown_size);
+    RUN(test_read_regular_file_grows);
     RUN(test_write_pipe);
     RUN(test_write_hangup);
     RUN(test_process_exit);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -298,6 +299,13 @@ static uintptr_t readiness_data(struct cq_source_s *s)
     return 1;
 }
 
+/* A regular file or a directory: epoll refuses it, and it counts as always ready. */
+static bool always_ready(struct cq_source_s *s)
+{
+    struct stat st;
+    return fstat((int)s->handle, &st) == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode));
+}
+
 /* Is the descriptor still ready? (Edge-triggered epoll reports only changes.) */
 static bool still_ready(struct cq_source_s *s)
 {
@@ -409,10 +417,12 @@ void cq__source_invoke(struct cq_source_s *s)
          * or of FIRED (cq__source_event) */
         st = cq__load(&s->state, acquire);
         /* Level-triggered: fire again while the descriptor is ready, except after telling a
-         * READ source of the end of file (data 0): a descriptor at its end stays "ready" for
-         * ever, and libdispatch reports the end once, where firing again would keep a thread
-         * busy until the program cancels. A new readiness event still fires. */
-        bool told_eof = s->type->kind == CQ_SOURCE_KIND_READ && data == 0;
+         * READ source of the end of file (data 0): a pipe or socket at its end stays "ready"
+         * for ever, and libdispatch reports the end once, where firing again would keep a
+         * thread busy until the program cancels. A new readiness event still fires. A regular
+         * file (or directory), which epoll cannot watch, stays always ready, as in libdispatch:
+         * its end moves when it grows, and only firing again sees that. */
+        bool told_eof = s->type->kind == CQ_SOURCE_KIND_READ && data == 0 && !always_ready(s);
         if (io && fired && !told_eof && !(st & CQ__SS_CANCELED) && still_ready(s)) {
             cq__or(&s->state, CQ__SS_FIRED, relaxed);
         }
