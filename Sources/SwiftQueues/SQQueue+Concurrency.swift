@@ -85,13 +85,18 @@ private func sqCurrentQueue<Queue: SQQueue>(_: Queue.Type) -> Unmanaged<Queue> {
 // MARK: - Trampolines
 
 /// A serial queue the program made: the job runs isolated to the queue (as a serial executor,
-/// for actors) and with it as the task executor (for tasks that prefer it).
+/// for actors and for tasks that prefer it alike).
+///
+/// Not also declared as the task executor: the runtime runs a call from one actor to another
+/// in place, on the same thread, only when both the serial executor and the task executor stay
+/// the same, and a task that prefers no executor has none. Declaring the queue would make every
+/// call between two actors sharing the queue (the usual reason to put actors on one queue) a
+/// submission behind the queue's other work; not declaring it costs a task that prefers this
+/// queue a submission when it calls an actor on it.
 internal let sqRunSerialQueueJob: cq_function_t = { context in
     let queue = sqCurrentQueue(SQSerialQueue.self)
     queue._withUnsafeGuaranteedRef { queue in
-        sqJob(context).runSynchronously(
-            isolatedTo: queue.asUnownedSerialExecutor(),
-            taskExecutor: queue.asUnownedTaskExecutor())
+        sqJob(context).runSynchronously(on: queue.asUnownedSerialExecutor())
     }
     queue.release()
 }
