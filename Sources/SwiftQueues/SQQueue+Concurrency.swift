@@ -110,11 +110,10 @@ internal let sqRunConcurrentQueueJob: cq_function_t = { context in
     queue.release()
 }
 
-/// The main queue (on the main thread).
+/// The main queue (on the main thread): as a serial queue the program made (see
+/// ``sqRunSerialQueueJob``).
 internal let sqRunMainQueueJob: cq_function_t = { context in
-    let main = SQQueue.main
-    sqJob(context).runSynchronously(
-        isolatedTo: main.asUnownedSerialExecutor(), taskExecutor: main.asUnownedTaskExecutor())
+    sqJob(context).runSynchronously(on: SQQueue.main.asUnownedSerialExecutor())
 }
 
 internal let sqRunGlobalHighJob: cq_function_t = { context in

@@ -122,8 +122,9 @@ actor QueueActor {
     /// A call between two actors that share a queue runs in place, on the same job, as the
     /// runtime does between two default actors: not as a submission behind the queue's other
     /// work (every such call was one, 6x slower than a Dispatch-based executor).
-    @Test func testCallBetweenActorsSharingAQueueRunsInPlace() async {
-        let queue = SQSerialQueue(label: "actor-shared")
+    @Test(arguments: [false, true])
+    func testCallBetweenActorsSharingAQueueRunsInPlace(onMain: Bool) async {
+        let queue = onMain ? SQQueue.main : SQSerialQueue(label: "actor-shared")
         let a = QueueActor(queue: queue), b = QueueActor(queue: queue)
         let log = Log<Int>()
         for round in 0..<20 {
