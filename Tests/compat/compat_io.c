@@ -3,7 +3,8 @@
  * clang -fblocks, in C and C++, on both runtimes: one-shots on a pipe, a random-access file
  * channel (write, barrier, read back, cleanup handler), the high-water mark, close with
  * DISPATCH_IO_STOP (in order), a one-shot read of what a pipe or socket has, a barrier waited for
- * on the channel's queue, a cancelled write's data, a path channel's cleanup error, a write's
+ * on the channel's queue, a barrier that moves a stream file channel's position, a cancelled
+ * write's data, a path channel's cleanup error, a write's
  * progress with an interval. Only behaviour both runtimes document is checked.
  */
 #ifndef _DEFAULT_SOURCE
@@ -304,6 +305,68 @@ static void test_barrier_off_channel_queue(void)
     dispatch_release(q);
 }
 
+/* A barrier on a stream channel over a file sees the descriptor where the channel's writes left
+ * it, and may move it (libdispatch's io.h: a barrier may lseek the descriptor): log rotation,
+ * an ftruncate and an lseek to 0, then the next write lands at 0 (it landed at 22, after a hole
+ * of 22 NUL bytes, and the barrier saw the position 0). */
+static void stream_write(dispatch_io_t ch, const char *text, dispatch_queue_t q)
+{
+    dispatch_semaphore_t done = dispatch_semaphore_create(0);
+    __block int err = -1;
+    dispatch_data_t d = dispatch_data_create(text, strlen(text), NULL,
+                                             DISPATCH_DATA_DESTRUCTOR_DEFAULT);
+    dispatch_io_write(ch, 0, d, q, ^(bool finished, dispatch_data_t rest, int error) {
+        (void)rest;
+        if (finished) {
+            err = error;
+            dispatch_semaphore_signal(done);
+        }
+    });
+    dispatch_release(d);
+    WAIT_SEMA(done);
+    CHECK_EQ(err, 0);
+    dispatch_release(done);
+}
+
+static void test_barrier_moves_stream_position(void)
+{
+    char path[] = "/tmp/compat-io-rotate-XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    dispatch_queue_t q = dispatch_queue_create("compat.io", DISPATCH_QUEUE_SERIAL);
+    dispatch_semaphore_t cleaned = dispatch_semaphore_create(0);
+    dispatch_io_t ch = dispatch_io_create(DISPATCH_IO_STREAM, fd, q, ^(int error) {
+        (void)error;
+        dispatch_semaphore_signal(cleaned);
+    });
+    REQUIRE(ch != NULL);
+    stream_write(ch, "old-line-1\n", q);
+    stream_write(ch, "old-line-2\n", q);
+    dispatch_semaphore_t ran = dispatch_semaphore_create(0);
+    __block off_t seen = -1;
+    dispatch_io_barrier(ch, ^{
+        int d = dispatch_io_get_descriptor(ch);
+        seen = lseek(d, 0, SEEK_CUR);
+        CHECK(ftruncate(d, 0) == 0);
+        CHECK(lseek(d, 0, SEEK_SET) == 0);
+        dispatch_semaphore_signal(ran);
+    });
+    WAIT_SEMA(ran);
+    CHECK_EQ(seen, 22);
+    stream_write(ch, "new\n", q);
+    dispatch_io_close(ch, 0);
+    dispatch_release(ch);
+    WAIT_SEMA(cleaned);
+    char buf[64] = {0};
+    CHECK_EQ(pread(fd, buf, sizeof buf - 1, 0), 4);
+    CHECK(strcmp(buf, "new\n") == 0);
+    close(fd);
+    unlink(path);
+    dispatch_release(ran);
+    dispatch_release(cleaned);
+    dispatch_release(q);
+}
+
 /* A write that a closed channel cancels gets its data back as not written. */
 static void test_cancelled_write_data(void)
 {
@@ -455,6 +518,7 @@ int main(void)
     RUN(test_close_stop);
     RUN(test_read_available);
     RUN(test_barrier_off_channel_queue);
+    RUN(test_barrier_moves_stream_position);
     RUN(test_cancelled_write_data);
     RUN(test_stop_order);
     RUN(test_path_cleanup_error);

@@ -992,8 +992,24 @@ static void barrier_run(void *ctx)
 {
     struct cq__io_op *op = ctx;
     struct cq_io_s *ch = op->ch;
-    op->barrier(op->ctx);
+    /* A stream channel on a file reads and writes at a position of its own (pread / pwrite at
+     * ch->pos): the barrier sees it as the descriptor's offset, and what the barrier leaves
+     * there (an lseek, say after an ftruncate) is where the channel goes on, as libdispatch
+     * promises a barrier may lseek the descriptor. Nothing else of the channel runs meanwhile. */
     pthread_mutex_lock(&ch->lock);
+    bool sync_pos = ch->type == CQ_IO_STREAM && ch->is_file && ch->fd >= 0 && ch->err == 0;
+    int fd = ch->fd;
+    int64_t pos = ch->pos;
+    pthread_mutex_unlock(&ch->lock);
+    if (sync_pos) {
+        sync_pos = lseek(fd, (off_t)pos, SEEK_SET) >= 0;
+    }
+    op->barrier(op->ctx);
+    off_t at = sync_pos ? lseek(fd, 0, SEEK_CUR) : -1;
+    pthread_mutex_lock(&ch->lock);
+    if (at >= 0) {
+        ch->pos = at;
+    }
     cq__io_op_finish(op, NULL, 0);
     cq__io_unlock(ch);
 }
