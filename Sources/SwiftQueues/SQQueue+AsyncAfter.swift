@@ -13,6 +13,7 @@ extension SQQueue {
     ///
     /// One allocation for the closure plus the C core's timer entry. Thread-safe; never
     /// blocks. Dispatch: `DispatchQueue.asyncAfter(deadline:qos:flags:execute:)`.
+    @_disfavoredOverload  // on the main queue, SQMainQueue's @MainActor forms win
     public func asyncAfter(
         deadline: SQTime,
         qos: SQQoS = .unspecified,
@@ -28,6 +29,7 @@ extension SQQueue {
     ///
     /// Thread-safe; never blocks.
     /// Dispatch: `DispatchQueue.asyncAfter(wallDeadline:qos:flags:execute:)`.
+    @_disfavoredOverload  // on the main queue, SQMainQueue's @MainActor forms win
     public func asyncAfter(
         wallDeadline: SQWallTime,
         qos: SQQoS = .unspecified,

@@ -110,9 +110,11 @@ public class SQQueue: _SQQueueMaking, @unchecked Sendable {
     ///
     /// It is an ``SQSerialQueue``, so an actor can run on it (its methods then run on the main
     /// thread); Swift's `MainActor` is a different executor, which runs on the main thread too.
+    /// Its type, ``SQMainQueue``, lets closures given to `async`, `asyncAfter` and `sync` be
+    /// `@MainActor`, as the compiler lets those given to `DispatchQueue.main`.
     ///
     /// A cached singleton; the C queue is immortal. Dispatch: `DispatchQueue.main`.
-    public static let main = SQSerialQueue(mainQueue: ())
+    public static let main = SQMainQueue(mainQueue: ())
 
     // Internal: the job trampolines of the global queues name them directly.
     internal static let globalHigh = SQQueue.makeGlobal(.high)
@@ -179,6 +181,7 @@ public class SQQueue: _SQQueueMaking, @unchecked Sendable {
     /// C task's spare bytes. Thread-safe; never blocks.
     /// Dispatch: `DispatchQueue.async(group:qos:flags:execute:)`.
     @inlinable
+    @_disfavoredOverload  // on the main queue, SQMainQueue's @MainActor forms win
     public final func async(
         group: SQGroup? = nil,
         qos: SQQoS = .unspecified,
@@ -207,6 +210,7 @@ public class SQQueue: _SQQueueMaking, @unchecked Sendable {
     /// hands its CPU to a spare thread, so waiting never starves the pool. Thread-safe.
     /// Dispatch: `DispatchQueue.sync(flags:execute:)`.
     @inlinable
+    @_disfavoredOverload  // on the main queue, SQMainQueue's @MainActor forms win
     public final func sync<T>(
         flags: SQWorkItemFlags, execute work: () throws -> T
     ) rethrows -> T {
@@ -218,6 +222,7 @@ public class SQQueue: _SQQueueMaking, @unchecked Sendable {
     ///
     /// Dispatch: `DispatchQueue.sync(execute:)` (the generic one).
     @inlinable
+    @_disfavoredOverload  // on the main queue, SQMainQueue's @MainActor forms win
     public final func sync<T>(execute work: () throws -> T) rethrows -> T {
         try syncHelper(barrier: false, execute: work, rescue: { throw $0 })
     }
@@ -229,6 +234,7 @@ public class SQQueue: _SQQueueMaking, @unchecked Sendable {
     ///
     /// Dispatch: `DispatchQueue.sync(execute:)` (the one for `() -> Void`).
     @inlinable
+    @_disfavoredOverload  // on the main queue, SQMainQueue's @MainActor forms win
     public final func sync(execute block: () -> Void) {
         syncHelper(barrier: false, execute: block, rescue: { _ in })
     }

@@ -22,10 +22,10 @@ import CQueueCore
 /// cannot be given to an actor.
 ///
 /// `SQQueue(label:)` without ``SQQueue/Attributes/concurrent`` makes one too (typed `SQQueue`);
-/// ``SQQueue/main`` is one.
+/// ``SQQueue/main`` is one (an ``SQMainQueue``).
 ///
 /// Thread-safety: as ``SQQueue``. Dispatch: `DispatchSerialQueue`.
-public final class SQSerialQueue: SQQueue, @unchecked Sendable {
+public class SQSerialQueue: SQQueue, @unchecked Sendable {
     /// Creates a serial queue.
     ///
     /// - Parameters:

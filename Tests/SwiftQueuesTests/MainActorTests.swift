@@ -83,6 +83,14 @@ private func runProbe(_ name: String, _ arguments: [String] = []) -> (status: In
 /// async main (the test runner's), so the in-process tests see the async-main side: once main
 /// first suspends, SwiftQueues' main loop runs both main queues on the main thread. The probes
 /// are whole programs for each side.
+/// Main-actor state, for closures given to the main queue.
+@MainActor private var mainActorHits = 0
+
+@MainActor private func hitOnMainActor() -> Int {
+    mainActorHits += 1
+    return mainActorHits
+}
+
 @Suite struct MainActorTests {
     @Test @MainActor func testMainActorRunsOnTheMainThread() {
         #expect(onMainThread())
@@ -118,6 +126,42 @@ private func runProbe(_ name: String, _ arguments: [String] = []) -> (status: In
             try await group.waitForAll()
         }
         #expect(inside.peak.value == 1)
+    }
+
+    /// Closures given to the main queue's async, asyncAfter and sync may call main-actor code,
+    /// as those given to `DispatchQueue.main` may: this file compiles under Swift 6's strict
+    /// concurrency only if they are `@MainActor` (they were plain `@Sendable` closures: "call to
+    /// main actor-isolated global function in a synchronous nonisolated context"). They run on
+    /// the main thread.
+    @Test(.timeLimit(.minutes(1))) func testMainQueueTakesMainActorClosures() {
+        let done = SQSemaphore(value: 0)
+        let onMain = Counter()
+        SQQueue.main.async {
+            _ = hitOnMainActor()
+            if onMainThread() { onMain.add() }
+            done.signal()
+        }
+        SQQueue.main.asyncAfter(deadline: .now()) {
+            _ = hitOnMainActor()
+            done.signal()
+        }
+        SQQueue.main.asyncAfter(wallDeadline: .now()) { @MainActor in
+            _ = hitOnMainActor()
+            done.signal()
+        }
+        for _ in 0..<3 {
+            #expect(done.wait(timeout: patience()) == .success)
+        }
+        let fourth = SQQueue.main.sync { hitOnMainActor() }
+        #expect(fourth == 4)
+        SQQueue.main.sync { _ = hitOnMainActor() }
+        let sixth = SQQueue.main.sync(flags: .barrier) { hitOnMainActor() }
+        #expect(sixth == 6)
+        #expect(onMain.value == 1)
+        // Typed as a plain queue, the main queue takes plain closures.
+        let plain: SQQueue = SQQueue.main
+        plain.async { done.signal() }
+        #expect(done.wait(timeout: patience()) == .success)
     }
 
     @Test(.timeLimit(.minutes(1))) func testMainActorIsolationHoldsOnTheMainQueue() {
