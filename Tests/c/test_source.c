@@ -499,7 +499,40 @@ static void test_read_eof_reported_once(void)
 }
 
 /* A READ source on a regular file stays always ready past the end, as in libdispatch: bytes
- * appended later are reported (a file's end moves as it grows; epoll cannot watch it). */
+ * appended later are reported (a file's end moves as it grows; epoll cannot watch it). The
+ * handler counts the bytes it reads (an estimate taken before an append can be 0 while the
+ * read gets the appended bytes), and says when it first saw the end. */
+struct file_reader {
+    cq_source_t source;
+    atomic_long bytes;
+    atomic_bool at_end;
+    cq_semaphore_t progress, end;
+};
+
+static void file_reader_event(void *ctx)
+{
+    struct file_reader *r = ctx;
+    uintptr_t data = cq_source_get_data(r->source);
+    char buf[256];
+    long got = 0;
+    ssize_t n;
+    while ((n = read((int)cq_source_get_handle(r->source), buf, sizeof buf)) > 0) {
+        got += n;
+    }
+    if (got > 0) {
+        atomic_fetch_add(&r->bytes, got);
+        cq_semaphore_signal(r->progress);
+    }
+    if (data == 0 && !atomic_exchange(&r->at_end, true)) {
+        cq_semaphore_signal(r->end);
+    }
+}
+
+static void file_reader_cancel(void *ctx)
+{
+    cq_semaphore_signal(((struct file_reader *)ctx)->end);
+}
+
 static void test_read_regular_file_grows(void)
 {
     char path[] = "/tmp/cq-read-file-XXXXXX";
@@ -508,18 +541,25 @@ static void test_read_regular_file_grows(void)
     REQUIRE(write(wfd, "hello", 5) == 5);
     int fd = open(path, O_RDONLY);
     REQUIRE(fd >= 0);
-    struct probe *p = probe_new(CQ_SOURCE_TYPE_READ, (uintptr_t)fd, 0, NULL);
-    cq_source_set_event_handler_f(p->source, read_then_probe);
-    cq_resume(p->source);
-    while (atomic_load(&p->total) < 5 || atomic_load(&p->last) != 0) { /* read, then at the end */
-        WAIT_SEMA(p->fired);
-    }
+    struct file_reader r = {.progress = cq_semaphore_create(0), .end = cq_semaphore_create(0)};
+    r.source = cq_source_create(CQ_SOURCE_TYPE_READ, (uintptr_t)fd, 0, NULL);
+    REQUIRE(r.source != NULL);
+    cq_set_context(r.source, &r);
+    cq_source_set_event_handler_f(r.source, file_reader_event);
+    cq_source_set_cancel_handler_f(r.source, file_reader_cancel);
+    cq_resume(r.source);
+    WAIT_SEMA(r.end); /* told of the end once the 5 bytes are read */
+    CHECK_EQ(atomic_load(&r.bytes), 5);
     REQUIRE(write(wfd, "more", 4) == 4);
-    while (atomic_load(&p->total) < 9) {
-        WAIT_SEMA(p->fired);
+    while (atomic_load(&r.bytes) < 9) {
+        WAIT_SEMA(r.progress);
     }
-    CHECK_EQ(atomic_load(&p->total), 9);
-    probe_finish(p);
+    CHECK_EQ(atomic_load(&r.bytes), 9);
+    cq_source_cancel(r.source);
+    WAIT_SEMA(r.end);
+    cq_release(r.source);
+    cq_release(r.progress);
+    cq_release(r.end);
     close(fd);
     close(wfd);
     unlink(path);
