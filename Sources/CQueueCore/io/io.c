@@ -12,6 +12,14 @@
  * References: the creator's (xref); each operation holds an internal one until it is freed; a
  * channel made with cq_io_create_with_io holds one on its parent, and the parent keeps its
  * descriptor until that channel is cleaned up ("holders").
+ *
+ * Families: channels made from one another with cq_io_create_with_io work on one descriptor,
+ * and a barrier on any of them is a barrier across all of them, as libdispatch documents: it
+ * runs once every operation submitted before it on any of them has ended, and none submitted
+ * after it starts before it has returned. The barrier puts a fence (a barrier with no function)
+ * on each relative, and runs once its own channel and every relative have let their part start;
+ * it then ends the fences. A family's barriers are submitted one at a time (its barrier lock),
+ * so they stand in the same order on every channel and cannot wait for one another.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +30,8 @@
 #include <unistd.h>
 
 #include "io/io_internal.h"
+#include "platform/atomic_internal.h"
+#include "platform/fork_internal.h"
 #include "platform/diag_internal.h"
 #include "queue/queue_internal.h"
 
@@ -47,6 +57,131 @@ static struct cq_io_s *io_check(cq_io_t ch, const char *call)
 static cq_queue_t queue_or_default(cq_queue_t q)
 {
     return q ? q : cq_get_global_queue(0, 0);
+}
+
+/* ---- families ----------------------------------------------------------------------------- */
+
+struct cq__io_family {
+    pthread_mutex_t barrier_lock; /* one barrier submission at a time */
+    struct cq_io_s *head;         /* the members (fam_next), under family_lock */
+    unsigned members;
+};
+
+/* The members lists. Taken alone: no other lock is taken under it. */
+static pthread_mutex_t family_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Not under any channel's lock: `ch`, just made from `p`, joins p's family (made now if p
+ * had no relative yet). */
+static void family_join(struct cq_io_s *p, struct cq_io_s *ch)
+{
+    pthread_mutex_lock(&family_lock);
+    struct cq__io_family *f = p->family;
+    if (f == NULL) {
+        f = calloc(1, sizeof *f);
+        if (f == NULL) {
+            cq__crash("out of memory making an I/O channel with cq_io_create_with_io");
+        }
+        pthread_mutex_init(&f->barrier_lock, NULL);
+        p->family = f;
+        p->fam_next = NULL;
+        f->head = p;
+        f->members = 1;
+    }
+    ch->family = f;
+    ch->fam_next = f->head;
+    f->head = ch;
+    f->members++;
+    pthread_mutex_unlock(&family_lock);
+}
+
+/* From io_dispose: `ch` leaves its family; the last member frees it. */
+static void family_leave(struct cq_io_s *ch)
+{
+    struct cq__io_family *f = ch->family;
+    pthread_mutex_lock(&family_lock);
+    for (struct cq_io_s **l = &f->head; *l; l = &(*l)->fam_next) {
+        if (*l == ch) {
+            *l = ch->fam_next;
+            break;
+        }
+    }
+    bool last = --f->members == 0;
+    pthread_mutex_unlock(&family_lock);
+    if (last) {
+        pthread_mutex_destroy(&f->barrier_lock);
+        free(f);
+    }
+}
+
+/* fork() (platform/fork_internal.h): no list is changed half-way. A family's barrier lock held
+ * by another thread stays held in the child: the parent's channels are not usable there. */
+static void family_fork_prepare(void)
+{
+    pthread_mutex_lock(&family_lock);
+}
+
+static void family_fork_after(void)
+{
+    pthread_mutex_unlock(&family_lock);
+}
+
+CQ__FORK_REGISTER(io_families, CQ__FORK_RANK_IO, family_fork_prepare, family_fork_after,
+                  family_fork_after)
+
+/* A reference to a member found in its family's list, unless it is being freed (its last
+ * reference went; io_dispose will take it out of the list). */
+static bool member_try_retain(struct cq_io_s *m)
+{
+    int32_t r = cq__load(&m->obj.ref, relaxed);
+    while (r > 0) {
+        /* relaxed: as cq__ref_retain; the family lock orders the list */
+        if (cq__cas_weak(&m->obj.ref, &r, r + 1, relaxed)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A family's barrier and the fences it put on its relatives. */
+struct cq__io_fence {
+    _Atomic unsigned pending; /* parts not started yet, plus one while they are submitted */
+    struct cq__io_op *barrier;
+    unsigned n;
+    struct cq__io_op *fences[];
+};
+
+/* A part of a family barrier started (or was never submitted); the last one runs it. */
+static void fence_count_in(struct cq__io_fence *f)
+{
+    /* acq_rel: the channels' states when each part started happen-before the barrier's run;
+     * pairs with the other parts' acq_rel sub (the last one acquires them all) */
+    if (cq__sub(&f->pending, 1, acq_rel) == 1) {
+        cq_async_f(f->barrier->queue, f->barrier, cq__io_barrier_run);
+    }
+}
+
+void cq__io_barrier_start(struct cq__io_op *op)
+{
+    if (op->fence) {
+        fence_count_in(op->fence);
+    } else {
+        cq_async_f(op->queue, op, cq__io_barrier_run);
+    }
+}
+
+void cq__io_fence_lift(struct cq__io_fence *f)
+{
+    for (unsigned i = 0; i < f->n; i++) {
+        struct cq__io_op *op = f->fences[i];
+        if (op == NULL) {
+            continue;
+        }
+        struct cq_io_s *ch = op->ch;
+        pthread_mutex_lock(&ch->lock);
+        cq__io_op_finish(op, NULL, 0);
+        cq__io_unlock(ch); /* may free op, and then ch */
+    }
+    free(f);
 }
 
 /* ---- the descriptor ----------------------------------------------------------------------- */
@@ -224,6 +359,7 @@ cq_io_t cq_io_create_with_io_f(cq_io_type_t type, cq_io_t io, cq_queue_t queue, 
             ch->err = ENOMEM;
         }
         pthread_mutex_unlock(&p->lock);
+        family_join(p, ch);
         return ch;
     }
     if (p->cleaned) {
@@ -245,6 +381,7 @@ cq_io_t cq_io_create_with_io_f(cq_io_type_t type, cq_io_t io, cq_queue_t queue, 
         ch->err = ESPIPE;
     }
     pthread_mutex_unlock(&p->lock);
+    family_join(p, ch);
     return ch;
 }
 
@@ -531,6 +668,9 @@ static void io_dispose(struct cq__object *o)
     void *ctx = o->context;
     cq_queue_t q = ch->queue;
     struct cq_io_s *parent = ch->parent;
+    if (ch->family) {
+        family_leave(ch);
+    }
     pthread_mutex_destroy(&ch->lock);
     free(ch->path);
     o->cls = NULL;
@@ -589,6 +729,74 @@ static void op_submit(struct cq_io_s *ch, struct cq__io_op *op)
     cq__io_unlock(ch);
 }
 
+/* Under the family's barrier lock: submits a fence on a relative, unless it is cleaned up
+ * or has not opened its path yet (nothing of it runs, or can run before its file is open:
+ * a fence would open it). False if not submitted. */
+static bool fence_submit(struct cq_io_s *ch, struct cq__io_op *op)
+{
+    pthread_mutex_lock(&ch->lock);
+    if (ch->cleaned || !ch->ready) {
+        pthread_mutex_unlock(&ch->lock);
+        return false;
+    }
+    ch->outstanding++;
+    if (ch->wait_tail) {
+        ch->wait_tail->next = op;
+    } else {
+        ch->wait_head = op;
+    }
+    ch->wait_tail = op;
+    count_waiting(ch, op, +1);
+    ch_pump(ch);
+    cq__io_unlock(ch);
+    return true;
+}
+
+/* A barrier on `ch`, whose family has other members: a fence on each of them, then the barrier
+ * itself; it runs once all have started. */
+static void family_barrier(struct cq__io_family *family, struct cq_io_s *ch, struct cq__io_op *op)
+{
+    pthread_mutex_lock(&family->barrier_lock);
+    pthread_mutex_lock(&family_lock);
+    unsigned n = family->members;
+    struct cq__io_fence *f = calloc(1, sizeof *f + n * sizeof f->fences[0]);
+    if (f == NULL) {
+        cq__crash("out of memory submitting an I/O barrier");
+    }
+    unsigned i = 0;
+    for (struct cq_io_s *m = family->head; m && i < n; m = m->fam_next) {
+        if (m != ch && member_try_retain(m)) { /* until its fence is submitted, or not */
+            f->fences[i++] = (struct cq__io_op *)m; /* the channel, for now */
+        }
+    }
+    pthread_mutex_unlock(&family_lock);
+    f->n = i;
+    f->barrier = op;
+    op->fence = f;
+    atomic_init(&f->pending, 1);
+    for (unsigned k = 0; k < f->n; k++) {
+        struct cq_io_s *m = (struct cq_io_s *)f->fences[k];
+        struct cq__io_op *fence = op_new(m, CQ__IO_OP_BARRIER, op->queue, NULL);
+        fence->fence = f;
+        f->fences[k] = fence;
+        /* relaxed: the submitter's own part (dropped last, acq_rel) keeps it above 0 */
+        cq__add(&f->pending, 1, relaxed);
+        if (!fence_submit(m, fence)) {
+            f->fences[k] = NULL;
+            cq__sub(&f->pending, 1, relaxed);
+            /* never counted by the channel: give back what op_new took */
+            cq_release(fence->queue);
+            cq__ref_release(&m->obj);
+            free(fence);
+        }
+        cq__ref_release(&m->obj);
+    }
+    cq__add(&f->pending, 1, relaxed); /* the barrier's own part */
+    op_submit(ch, op);
+    pthread_mutex_unlock(&family->barrier_lock);
+    fence_count_in(f); /* the submitter's part */
+}
+
 void cq_io_read_f(cq_io_t channel, off_t offset, size_t length, cq_queue_t queue, void *context,
                   cq_io_handler_function_t handler)
 {
@@ -630,7 +838,16 @@ void cq_io_barrier_f(cq_io_t channel, void *context, cq_function_t barrier)
     struct cq__io_op *op =
         op_new(ch, CQ__IO_OP_BARRIER, &cq__root_queues[cq__queue_root_prio(ch->queue)], context);
     op->barrier = barrier;
-    op_submit(ch, op);
+    /* pairs with family_join's unlock: a channel made from this one (or it from another) on
+     * another thread before this call is seen */
+    pthread_mutex_lock(&family_lock);
+    struct cq__io_family *family = ch->family;
+    pthread_mutex_unlock(&family_lock);
+    if (family == NULL) {
+        op_submit(ch, op);
+        return;
+    }
+    family_barrier(family, ch, op);
 }
 
 void cq_io_close(cq_io_t channel, cq_io_close_flags_t flags)

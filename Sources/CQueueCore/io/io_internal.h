@@ -137,6 +137,9 @@ struct cq__io_op {
     bool rd_eof;                    /* a read returned 0: end (EOF) once the window is empty */
     int rd_err;                     /* the first error in file order: end with it likewise */
     cq_source_t src, timer;
+    /* a barrier of a channel with relatives (cq_io_create_with_io): the fence it shares with
+     * the barriers it put on them (io.c) */
+    struct cq__io_fence *fence;
 };
 
 struct cq_io_s {
@@ -180,6 +183,10 @@ struct cq_io_s {
     unsigned wait_reads, wait_writes, wait_barriers;
     struct cq__io_op *to_start, *to_unref; /* done by cq__io_unlock */
     bool release_parent;
+    /* the channels made from one another with cq_io_create_with_io (io.c, "families"):
+     * NULL for a channel that has no relative; the list is under the families' lock */
+    struct cq__io_family *family;
+    struct cq_io_s *fam_next;
 };
 
 /* io.c */
@@ -187,6 +194,13 @@ CQ_INTERNAL void cq__io_unlock(struct cq_io_s *ch);
 CQ_INTERNAL void cq__io_op_unref(struct cq__io_op *op);
 /* cq_read_f: the channel's reads take what is available (see cq__io_op.avail). */
 CQ_INTERNAL void cq__io_set_avail(cq_io_t channel);
+/* Runs a barrier's function on its queue's thread, then ends it (io_op.c). */
+CQ_INTERNAL void cq__io_barrier_run(void *ctx);
+/* After a family's barrier ran: ends the barriers it put on its relatives (io.c). */
+CQ_INTERNAL void cq__io_fence_lift(struct cq__io_fence *fence);
+/* A barrier the channel let start (not under the lock): runs it, or, for one of a family's
+ * barriers, counts it in and runs the barrier once its relatives have all let theirs start. */
+CQ_INTERNAL void cq__io_barrier_start(struct cq__io_op *op);
 /* An operation's I/O is over (under the lock): out of the active counts, others may start. */
 CQ_INTERNAL void cq__io_op_retire(struct cq_io_s *ch, struct cq__io_op *op);
 

@@ -988,7 +988,7 @@ static void fwrite_completed(struct cq__io_req *req, ssize_t res)
 
 /* ---- start ------------------------------------------------------------------------------- */
 
-static void barrier_run(void *ctx)
+void cq__io_barrier_run(void *ctx)
 {
     struct cq__io_op *op = ctx;
     struct cq_io_s *ch = op->ch;
@@ -1010,15 +1010,19 @@ static void barrier_run(void *ctx)
     if (at >= 0) {
         ch->pos = at;
     }
+    struct cq__io_fence *fence = op->fence;
     cq__io_op_finish(op, NULL, 0);
     cq__io_unlock(ch);
+    if (fence) {
+        cq__io_fence_lift(fence);
+    }
 }
 
 void cq__io_op_start(struct cq__io_op *op)
 {
     struct cq_io_s *ch = op->ch;
     if (op->kind == CQ__IO_OP_BARRIER) {
-        cq_async_f(op->queue, op, barrier_run);
+        cq__io_barrier_start(op);
         return;
     }
     pthread_mutex_lock(&ch->lock);
