@@ -576,7 +576,13 @@ struct stale_read {
     dispatch_semaphore_t fired;
     long calls;
     long data[2];
+    dispatch_semaphore_t cancelled;
 };
+
+static void stale_read_cancel(void *ctx)
+{
+    dispatch_semaphore_signal(((struct stale_read *)ctx)->cancelled);
+}
 
 static void stale_read_event(void *ctx)
 {
@@ -594,11 +600,13 @@ static void test_read_readiness_gone(void)
     int sv[2];
     REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
     dispatch_queue_t q = dispatch_queue_create("compat.stale", DISPATCH_QUEUE_SERIAL);
-    struct stale_read r = {NULL, dispatch_semaphore_create(0), 0, {-1, -1}};
+    struct stale_read r = {NULL, dispatch_semaphore_create(0), 0, {-1, -1},
+                           dispatch_semaphore_create(0)};
     r.source = dispatch_source_create(DISPATCH_SOURCE_TYPE_READ, (uintptr_t)sv[0], 0, q);
     REQUIRE(r.source != NULL);
     dispatch_set_context(r.source, &r);
     dispatch_source_set_event_handler_f(r.source, stale_read_event);
+    dispatch_source_set_cancel_handler_f(r.source, stale_read_cancel);
     dispatch_resume(r.source);
     REQUIRE(write(sv[1], "0123456789", 10) == 10);
     WAIT_SEMA(r.fired);
@@ -613,8 +621,9 @@ static void test_read_readiness_gone(void)
     CHECK_EQ(r.data[1], 3);
     dispatch_source_cancel(r.source);
     dispatch_resume(r.source);
+    WAIT_SEMA(r.cancelled); /* the descriptor is the program's again: close it */
     dispatch_release(r.source);
-    dispatch_sync_f(q, NULL, compat_noop);
+    dispatch_release(r.cancelled);
     close(sv[0]);
     close(sv[1]);
     dispatch_release(r.fired);
@@ -628,9 +637,14 @@ static void test_read_readiness_gone(void)
  * eventfd): data 1 on each event, not the 0 of an end of file. */
 struct eof_read {
     dispatch_source_t source;
-    dispatch_semaphore_t fired;
+    dispatch_semaphore_t fired, cancelled;
     long calls, zeros, total;
 };
+
+static void eof_read_cancel(void *ctx)
+{
+    dispatch_semaphore_signal(((struct eof_read *)ctx)->cancelled);
+}
 
 static void eof_read_event(void *ctx)
 {
@@ -655,8 +669,10 @@ static void test_read_end_of_file(void)
     close(fds[1]);
     int efd = eventfd(0, EFD_NONBLOCK);
     REQUIRE(efd >= 0);
-    struct eof_read pipe_r = {NULL, dispatch_semaphore_create(0), 0, 0, 0};
-    struct eof_read event_r = {NULL, dispatch_semaphore_create(0), 0, 0, 0};
+    struct eof_read pipe_r = {NULL, dispatch_semaphore_create(0), dispatch_semaphore_create(0), 0, 0,
+                              0};
+    struct eof_read event_r = {NULL, dispatch_semaphore_create(0), dispatch_semaphore_create(0), 0,
+                               0, 0};
     struct eof_read *rs[2] = {&pipe_r, &event_r};
     int fd[2] = {fds[0], efd};
     for (int i = 0; i < 2; i++) {
@@ -664,6 +680,7 @@ static void test_read_end_of_file(void)
         REQUIRE(rs[i]->source != NULL);
         dispatch_set_context(rs[i]->source, rs[i]);
         dispatch_source_set_event_handler_f(rs[i]->source, eof_read_event);
+        dispatch_source_set_cancel_handler_f(rs[i]->source, eof_read_cancel);
         dispatch_resume(rs[i]->source);
     }
     while (__atomic_load_n(&pipe_r.zeros, __ATOMIC_SEQ_CST) == 0) {
@@ -685,9 +702,10 @@ static void test_read_end_of_file(void)
     CHECK_EQ(event_r.zeros, 0);
     for (int i = 0; i < 2; i++) {
         dispatch_source_cancel(rs[i]->source);
-        dispatch_sync_f(q, NULL, compat_noop);
+        WAIT_SEMA(rs[i]->cancelled); /* the descriptor is the program's again: close it */
         dispatch_release(rs[i]->source);
         dispatch_release(rs[i]->fired);
+        dispatch_release(rs[i]->cancelled);
         close(fd[i]);
     }
     dispatch_release(q);
