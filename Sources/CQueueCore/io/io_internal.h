@@ -92,7 +92,7 @@ struct cq__io_delivery {
  */
 struct cq__io_op {
     struct cq__io_op *next;  /* waiting list, then the channel's deferred lists */
-    struct cq__io_op *anext; /* active list */
+    struct cq__io_op *anext, *aprev; /* active list (doubly linked: retired in O(1)) */
     struct cq__io_op *unext; /* the channel's to_unref list */
     struct cq_io_s *ch;
     int kind;
