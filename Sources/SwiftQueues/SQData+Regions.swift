@@ -6,26 +6,33 @@ extension SQData {
     /// (no copy).
     ///
     /// Foundation on Linux: `DispatchData.Region`, the element of `DispatchData.regions`.
-    public struct Region: RandomAccessCollection, Sendable {
+    public struct Region: RandomAccessCollection, @unchecked Sendable {
         public typealias Index = Int
         public typealias Element = UInt8
         public typealias Indices = Range<Int>
         public typealias SubSequence = Slice<Region>
 
-        /// The region's bytes: data of exactly one region.
-        private let data: SQData
+        /// The data the region belongs to, which holds its bytes alive (they never change).
+        private let owner: SQData
+        /// The region's bytes, `count` of them, inside `owner`'s.
+        private let base: UnsafeRawPointer?
+        private let size: Int
 
-        fileprivate init(_ data: SQData) {
-            self.data = data
+        // safety (@unchecked Sendable): `base` points into `owner`'s bytes, which are immutable
+        // and live as long as `owner`, which the region holds.
+        fileprivate init(owner: SQData, base: UnsafeRawPointer?, size: Int) {
+            self.owner = owner
+            self.base = base
+            self.size = size
         }
 
         /// 0.
         public var startIndex: Int { 0 }
 
         /// The number of bytes.
-        public var endIndex: Int { data.count }
+        public var endIndex: Int { size }
 
-        public var indices: Range<Int> { 0..<data.count }
+        public var indices: Range<Int> { 0..<size }
 
         public func index(before i: Int) -> Int { i - 1 }
 
@@ -33,7 +40,12 @@ extension SQData {
 
         /// The byte at `index` (`0..<count`; another index stops the process).
         public subscript(index: Int) -> UInt8 {
-            data[index]
+            precondition(
+                index >= 0 && index < size,
+                "SQData.Region: index \(index) out of range 0..<\(size)")
+            return withExtendedLifetime(owner) {
+                base.unsafelyUnwrapped.load(fromByteOffset: index, as: UInt8.self)
+            }
         }
 
         public subscript(bounds: Range<Int>) -> Slice<Region> {
@@ -45,21 +57,15 @@ extension SQData {
         public func withUnsafeBytes<Result>(
             _ body: (UnsafeRawBufferPointer) throws -> Result
         ) rethrows -> Result {
-            let handle = data.cHandle
-            if cq_data_get_region_count(handle) == 0 {
-                return try body(UnsafeRawBufferPointer(start: nil, count: 0))
-            }
-            var size = 0
-            var start = 0
-            let bytes = cq_data_get_region(handle, 0, &size, &start)
-            return try withExtendedLifetime(data) {
-                try body(UnsafeRawBufferPointer(start: bytes, count: size))
+            try withExtendedLifetime(owner) {
+                try body(UnsafeRawBufferPointer(start: size == 0 ? nil : base, count: size))
             }
         }
     }
 
-    /// The contiguous regions, in order, each sharing its bytes with this data (no copy; one
-    /// small C object per region). Empty data has no region.
+    /// The contiguous regions, in order, each sharing its bytes with this data (no copy, and
+    /// nothing allocated per region: each holds this data and a pointer into it). Empty data
+    /// has no region.
     ///
     /// Foundation on Linux: `DispatchData.regions` (from its `DataProtocol` conformance).
     public var regions: [Region] {
@@ -70,9 +76,8 @@ extension SQData {
         withExtendedLifetime(self) {
             for i in 0..<count {
                 var size = 0
-                var start = 0
-                _ = cq_data_get_region(handle, i, &size, &start)
-                regions.append(Region(subdata(in: start..<(start + size))))
+                let bytes = cq_data_get_region(handle, i, &size, nil)
+                regions.append(Region(owner: self, base: bytes, size: size))
             }
         }
         return regions

@@ -122,6 +122,24 @@ import Testing
         #expect(d.regions[1][2] == Array(r)[3 + 2])
     }
 
+    /// A region keeps its bytes alive after the data it came from is gone (it holds that data,
+    /// and points into it: no object of its own per region).
+    @Test func testRegionsOutliveTheirData() {
+        func makeRegions() -> [SQData.Region] {
+            var d = SQData.empty
+            for i in 0..<3 {
+                d.append(sq(bytes(16, seed: UInt8(i))))
+            }
+            return d.regions
+        }
+        let regions = makeRegions()
+        #expect(regions.count == 3)
+        for (i, region) in regions.enumerated() {
+            #expect(Array(region) == bytes(16, seed: UInt8(i)))
+            #expect(region.withUnsafeBytes { Array($0) } == bytes(16, seed: UInt8(i)))
+        }
+    }
+
     @Test func testSubdataAndSubscript() {
         var d = SQData.empty
         var r = DispatchData.empty
