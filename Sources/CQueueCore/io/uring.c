@@ -13,7 +13,8 @@
  * thread, measured no faster for a read-ahead window on 2 cores and cost more CPU.)
  *
  * The engine is chosen once: CQ_IO_URING=0 in the environment, or an io_uring_setup that
- * fails (ENOSYS, EPERM under seccomp, ...), selects the pool (io_pool.c).
+ * fails (ENOSYS, EPERM under seccomp, ...), selects the pool (io_pool.c). Writes always go to
+ * the pool (see cq__io_file_submit).
  */
 #include <errno.h>
 #include <linux/io_uring.h>
@@ -178,7 +179,12 @@ static void ring_submit(void)
 void cq__io_file_submit(struct cq__io_req *req)
 {
     pthread_once(&engine_once, engine_choose);
-    if (!use_uring) {
+    if (!use_uring || req->write) {
+        /* Writes go to the blocking threads: a buffered write through io_uring on ext4 is
+         * handed to one of the kernel's io-wq workers (25-30 us per write here), where pwrite
+         * on a thread of ours takes 2-3 us: 20,000 writes of 256 bytes on a stream channel took
+         * 1.40 s against 0.056 s, and of 64 KiB 1.23 s against 0.73 s (libdispatch: 0.12 s and
+         * 0.91 s). Reads stay on io_uring, which completes a page-cache hit inline. */
         cq__io_pool_submit(req);
         return;
     }
