@@ -427,10 +427,24 @@ static void do_unregister(struct cq_source_s *s)
     cq__source_unregistered(s);
 }
 
-static void run_commands(void)
+/* The most commands one turn of the loop carries out: a program that registers sources faster
+ * than the reactor handles them (a million one-shot timers created flat out) kept it in here,
+ * and no timer fired for half a second while the heap grew to 750k timers (each one then
+ * costlier to remove). The rest wait for the next turn, after the due timers. */
+#define COMMANDS_PER_TURN 512
+
+/* Carries out the sources' commands; true if some are left for the next turn. */
+static bool run_commands(void)
 {
     struct cq__item *it;
-    while ((it = cq__mpsc_pop(&R.cmd_tail, &R.cmd_head)) != NULL) {
+    for (int budget = COMMANDS_PER_TURN;; budget--) {
+        if (budget == 0) {
+            return true;
+        }
+        it = cq__mpsc_pop(&R.cmd_tail, &R.cmd_head);
+        if (it == NULL) {
+            return false;
+        }
         struct cq_source_s *s =
             (struct cq_source_s *)((char *)it - offsetof(struct cq_source_s, cmd_item));
         /* acq_rel: pairs with the command's or; from here a new command pushes s again */
@@ -512,7 +526,7 @@ static void *reactor_main(void *arg)
     prctl(PR_SET_TIMERSLACK, 1UL); /* timerfd expiries on time, not 50 us late */
     struct epoll_event events[64];
     for (;;) {
-        run_commands();
+        bool more = run_commands();
         cq__reactor_signals_counted();
         int64_t next[2];
         cq__timers_run(&next[0], &next[1]);
@@ -527,7 +541,10 @@ static void *reactor_main(void *arg)
             /* The monotonic deadline is epoll_pwait2's own timeout: one system call per wait,
              * where re-arming a timerfd would add a second. */
             struct timespec timeout, *tp = NULL;
-            if (next[0] != INT64_MAX) {
+            if (more) {
+                timeout = (struct timespec){0, 0}; /* commands are left: just look */
+                tp = &timeout;
+            } else if (next[0] != INT64_MAX) {
                 int64_t left = next[0] - mono_ns();
                 if (left < 0) {
                     left = 0;
@@ -543,7 +560,7 @@ static void *reactor_main(void *arg)
             }
         } else {
             arm(0, next[0]);
-            n = epoll_wait(R.epfd, events, 64, -1);
+            n = epoll_wait(R.epfd, events, 64, more ? 0 : -1);
         }
         for (int i = 0; i < n; i++) {
             uint32_t idx = (uint32_t)events[i].data.u64;
