@@ -31,8 +31,8 @@
 
 #include "io/io_internal.h"
 #include "platform/atomic_internal.h"
-#include "platform/fork_internal.h"
 #include "platform/diag_internal.h"
+#include "platform/fork_internal.h"
 #include "queue/queue_internal.h"
 
 static void io_xref_dispose(struct cq__object *o);
@@ -775,7 +775,7 @@ static void family_barrier(struct cq__io_family *family, struct cq_io_s *ch, str
     }
     unsigned i = 0;
     for (struct cq_io_s *m = family->head; m && i < n; m = m->fam_next) {
-        if (m != ch && member_try_retain(m)) { /* until its fence is submitted, or not */
+        if (m != ch && member_try_retain(m)) {      /* until its fence is submitted, or not */
             f->fences[i++] = (struct cq__io_op *)m; /* the channel, for now */
         }
     }

@@ -91,9 +91,9 @@ struct cq__io_delivery {
  * (io.c: cq__io_op_unref), and only then does the channel count it as gone.
  */
 struct cq__io_op {
-    struct cq__io_op *next;  /* waiting list, then the channel's deferred lists */
+    struct cq__io_op *next;          /* waiting list, then the channel's deferred lists */
     struct cq__io_op *anext, *aprev; /* active list (doubly linked: retired in O(1)) */
-    struct cq__io_op *unext; /* the channel's to_unref list */
+    struct cq__io_op *unext;         /* the channel's to_unref list */
     struct cq_io_s *ch;
     int kind;
     _Atomic int refs;
