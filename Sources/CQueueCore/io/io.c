@@ -712,6 +712,19 @@ static struct cq__io_op *op_new(struct cq_io_s *ch, int kind, cq_queue_t queue, 
     return op;
 }
 
+/* Under the lock: puts `op` at the end of the waiting list and lets what can start start. */
+static void ch_enqueue(struct cq_io_s *ch, struct cq__io_op *op)
+{
+    if (ch->wait_tail) {
+        ch->wait_tail->next = op;
+    } else {
+        ch->wait_head = op;
+    }
+    ch->wait_tail = op;
+    count_waiting(ch, op, +1);
+    ch_pump(ch);
+}
+
 /* Queues `op` on the channel, or ends it at once if the channel is closed. */
 static void op_submit(struct cq_io_s *ch, struct cq__io_op *op)
 {
@@ -727,14 +740,7 @@ static void op_submit(struct cq_io_s *ch, struct cq__io_op *op)
         /* a write's handler gets the data it was given back, as not written */
         cq__io_op_fail(op, ECANCELED);
     } else {
-        if (ch->wait_tail) {
-            ch->wait_tail->next = op;
-        } else {
-            ch->wait_head = op;
-        }
-        ch->wait_tail = op;
-        count_waiting(ch, op, +1);
-        ch_pump(ch);
+        ch_enqueue(ch, op);
     }
     cq__io_unlock(ch);
 }
@@ -750,14 +756,7 @@ static bool fence_submit(struct cq_io_s *ch, struct cq__io_op *op)
         return false;
     }
     ch->outstanding++;
-    if (ch->wait_tail) {
-        ch->wait_tail->next = op;
-    } else {
-        ch->wait_head = op;
-    }
-    ch->wait_tail = op;
-    count_waiting(ch, op, +1);
-    ch_pump(ch);
+    ch_enqueue(ch, op);
     cq__io_unlock(ch);
     return true;
 }
