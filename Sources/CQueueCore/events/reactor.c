@@ -427,10 +427,13 @@ static void do_unregister(struct cq_source_s *s)
     cq__source_unregistered(s);
 }
 
-/* The most commands one turn of the loop carries out: a program that registers sources faster
- * than the reactor handles them (a million one-shot timers created flat out) kept it in here,
- * and no timer fired for half a second while the heap grew to 750k timers (each one then
- * costlier to remove). The rest wait for the next turn, after the due timers. */
+/* The most commands carried out before the due timers run: a program that registers sources
+ * faster than the reactor handles them (a million one-shot timers created flat out) kept it in
+ * here, and no timer fired for half a second while the heap grew to 750k timers (each one then
+ * costlier to remove). The loop runs the timers, then goes on with the commands; it waits for
+ * events only once they are done (an epoll pass between batches had a ready descriptor
+ * reported again to every source registered on it so far: 100k READ sources on one pipe took
+ * 19 s instead of 0.3 s). */
 #define COMMANDS_PER_TURN 512
 
 /* Carries out the sources' commands; true if some are left for the next turn. */
@@ -530,6 +533,9 @@ static void *reactor_main(void *arg)
         cq__reactor_signals_counted();
         int64_t next[2];
         cq__timers_run(&next[0], &next[1]);
+        if (more) {
+            continue; /* the commands left, before any wait for events (see run_commands) */
+        }
         arm(1, next[1]);
         /* The tasks left in our cache (we allocate them when we fire windows, and never free
          * any) come from whichever arenas the last refill held: before we sleep, they go to
@@ -541,10 +547,7 @@ static void *reactor_main(void *arg)
             /* The monotonic deadline is epoll_pwait2's own timeout: one system call per wait,
              * where re-arming a timerfd would add a second. */
             struct timespec timeout, *tp = NULL;
-            if (more) {
-                timeout = (struct timespec){0, 0}; /* commands are left: just look */
-                tp = &timeout;
-            } else if (next[0] != INT64_MAX) {
+            if (next[0] != INT64_MAX) {
                 int64_t left = next[0] - mono_ns();
                 if (left < 0) {
                     left = 0;
@@ -560,7 +563,7 @@ static void *reactor_main(void *arg)
             }
         } else {
             arm(0, next[0]);
-            n = epoll_wait(R.epfd, events, 64, more ? 0 : -1);
+            n = epoll_wait(R.epfd, events, 64, -1);
         }
         for (int i = 0; i < n; i++) {
             uint32_t idx = (uint32_t)events[i].data.u64;
