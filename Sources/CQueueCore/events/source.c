@@ -313,6 +313,24 @@ static bool still_ready(struct cq_source_s *s)
     return poll(&p, 1, 0) == 1 && !(p.revents & POLLNVAL);
 }
 
+/* A READ source found no byte to read (FIONREAD 0): the end of file (data 0), bytes that came
+ * meanwhile (their count), or nothing at all, when the readiness this event reported went while
+ * it waited (the program read the bytes elsewhere, e.g. while the source was suspended): then
+ * no event, as data 0 would read as the end of file (*fired becomes false). Bytes that arrive
+ * between the FIONREAD and the poll made a stale event report 0 with data waiting (1-2 times in
+ * 77k sources): so the count is taken again once the poll says the descriptor is readable. */
+static uintptr_t read_end_or_data(struct cq_source_s *s, bool *fired)
+{
+    struct pollfd p = {(int)s->handle, POLLIN | POLLRDHUP, 0};
+    if (poll(&p, 1, 0) != 1 || (p.revents & POLLNVAL)) {
+        *fired = false;
+        return 0;
+    }
+    /* Count again: bytes that came meanwhile, or still 0: the end (a hang-up, or a regular
+     * file's end), or a zero-length datagram */
+    return readiness_data(s);
+}
+
 /* Puts back what the handler item took for an event handler it will not call now: the
  * resume (or the item's own finish, which looks at pending again) schedules it. */
 static void give_back(struct cq_source_s *s, bool fired, uintptr_t data)
@@ -395,11 +413,10 @@ void cq__source_invoke(struct cq_source_s *s)
         }
         if (io && fired) {
             data = readiness_data(s);
-            if (data == 0 && !still_ready(s)) {
-                /* Nothing to read, and not the end of file either: the readiness this event
-                 * reported went while it waited (the program read the bytes elsewhere, e.g.
-                 * while the source was suspended). Data 0 would read as end of file: no event. */
-                fired = false;
+            if (data == 0 && s->type->kind == CQ_SOURCE_KIND_READ) {
+                data = read_end_or_data(s, &fired);
+            } else if (data == 0 && !still_ready(s)) {
+                fired = false; /* WRITE: no room after all */
             }
         }
         if (fired || data) {
