@@ -5,7 +5,8 @@
  * relative to the channel's start, barriers ordering writes and reads, reads past the end, a stream
  * channel's position, close with stop, a channel made from another, read-ahead (a length that
  * ends mid-piece, the end of the file inside the window, close with stop while several requests
- * are in the engine). Files live under /tmp and are removed.
+ * are in the engine), a write beside path channels whose opens block. Files live under /tmp and
+ * are removed.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -473,6 +474,64 @@ static void test_path_channel(void)
     cq_release(cr.sema);
     cq_release(q);
     unlink(path);
+}
+
+/* Opens that block (FIFOs that no writer has opened yet, one per path channel with a read
+ * pending: more than the blocking pool's three threads) do not hold back a file write, which
+ * that pool does too: it stayed undone while they waited. */
+static void test_write_beside_blocked_opens(void)
+{
+    enum { FIFOS = 5 };
+    cq_queue_t q = cq_queue_create("test.io.file", NULL);
+    char *fifo[FIFOS];
+    cq_io_t ch[FIFOS];
+    struct coll reads[FIFOS];
+    struct cleanup_rec cr = {cq_semaphore_create(0), -1, 0};
+    for (int i = 0; i < FIFOS; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "fifo%d", i);
+        fifo[i] = strdup(tmp_path(name)); /* tmp_path's buffer is reused */
+        REQUIRE(fifo[i] != NULL);
+        unlink(fifo[i]);
+        REQUIRE(mkfifo(fifo[i], 0600) == 0);
+        ch[i] =
+            cq_io_create_with_path_f(CQ_IO_STREAM, fifo[i], O_RDONLY, 0, q, &cr, cleanup_handler);
+        coll_init(&reads[i], false);
+        cq_io_read_f(ch[i], 0, 1, q, &reads[i], coll_handler); /* opens it: blocks */
+    }
+    char *path = tmp_path("beside-opens");
+    int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    REQUIRE(fd >= 0);
+    cq_io_t out = cq_io_create_f(CQ_IO_STREAM, fd, q, NULL, NULL);
+    struct coll w;
+    coll_init(&w, false);
+    cq_data_t d = string_data("beside");
+    cq_io_write_f(out, 0, d, q, &w, coll_handler);
+    cq_release(d);
+    wait_done(&w);
+    CHECK_EQ(w.error, 0);
+    struct stat st;
+    CHECK(fstat(fd, &st) == 0 && st.st_size == 6);
+    /* let the opens through: a writer on each FIFO, which ends each read (end of file) */
+    for (int i = 0; i < FIFOS; i++) {
+        int wfd = open(fifo[i], O_WRONLY);
+        REQUIRE(wfd >= 0);
+        close(wfd);
+        wait_done(&reads[i]);
+        cq_io_close(ch[i], 0);
+        cq_release(ch[i]);
+        WAIT_SEMA(cr.sema);
+        coll_free(&reads[i]);
+        unlink(fifo[i]);
+        free(fifo[i]);
+    }
+    cq_io_close(out, 0);
+    cq_release(out);
+    coll_free(&w);
+    close(fd);
+    unlink(path);
+    cq_release(cr.sema);
+    cq_release(q);
 }
 
 /* Partial deliveries at the water marks on a file. */
@@ -984,6 +1043,7 @@ int main(void)
     RUN(test_close_stop_file);
     RUN(test_stream_position_and_with_io);
     RUN(test_path_channel);
+    RUN(test_write_beside_blocked_opens);
     RUN(test_file_water_marks);
     RUN(test_read_ahead_length);
     RUN(test_read_ahead_eof);

@@ -1,9 +1,9 @@
 /*
- * The blocking pool: up to CQ__IO_POOL_MAX threads ("cq-io-pool") that run blocking jobs
- * (open() of a path channel) and, when io_uring is unavailable, the positioned reads and
- * writes of regular files. Threads start as work arrives (one more while work waits and
- * fewer than the maximum run) and then stay, asleep on a condition variable. Jobs run in
- * the order queued but may finish in any order: a read's read-ahead window (io_op.c) has
+ * The blocking pool: up to CQ__IO_POOL_MAX threads ("cq-io-pool"), besides those inside a job,
+ * that run blocking jobs (open() of a path channel), the positioned writes of regular files
+ * and, when io_uring is unavailable, their reads. Threads start as work arrives (one more while
+ * work waits and fewer than the maximum run) and then stay, asleep on a condition variable. Jobs
+ * run in the order queued but may finish in any order: a read's read-ahead window (io_op.c) has
  * several of its requests on different threads at once and puts their results back in order.
  */
 #include <errno.h>
@@ -20,7 +20,11 @@
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t pool_cond = PTHREAD_COND_INITIALIZER;
 static struct cq__io_req *pool_head, *pool_tail;
-static unsigned pool_threads, pool_idle;
+/* pool_jobs: threads inside a job (an open), which may block for ever (a FIFO without a
+ * writer): they do not count against CQ__IO_POOL_MAX, or three such opens held back every
+ * file write, which this pool does (uring.c). At most CQ__IO_POOL_HARD_MAX threads in all. */
+static unsigned pool_threads, pool_idle, pool_jobs;
+#define CQ__IO_POOL_HARD_MAX 64u
 
 static void pool_run(struct cq__io_req *req)
 {
@@ -35,6 +39,32 @@ static void pool_run(struct cq__io_req *req)
                        : preadv(req->fd, &iov, 1, (off_t)req->offset);
     } while (n < 0 && errno == EINTR);
     req->done(req, n < 0 ? -errno : n);
+}
+
+static void *pool_main(void *arg);
+
+/* Under pool_lock: whether work waits with no idle thread and room for one more; if so, counts
+ * the thread the caller starts (start_thread) once it has dropped the lock. */
+static bool need_thread(void)
+{
+    bool start = pool_head != NULL && pool_idle == 0 &&
+                 pool_threads - pool_jobs < CQ__IO_POOL_MAX && pool_threads < CQ__IO_POOL_HARD_MAX;
+    pool_threads += start;
+    return start;
+}
+
+static void start_thread(void)
+{
+    pthread_t t;
+    int err = cq__thread_start(&t, pool_main, NULL);
+    if (err) {
+        pthread_mutex_lock(&pool_lock);
+        unsigned left = --pool_threads;
+        pthread_mutex_unlock(&pool_lock);
+        if (left == 0) {
+            cq__crash("cannot start an I/O pool thread (%s)", strerror(err));
+        }
+    }
 }
 
 static void *pool_main(void *arg)
@@ -52,9 +82,17 @@ static void *pool_main(void *arg)
         if (pool_head == NULL) {
             pool_tail = NULL;
         }
+        bool job = req->job != NULL;
+        pool_jobs += job;
+        /* A job may block for ever: what waits behind it gets a thread of its own */
+        bool start = job && need_thread();
         pthread_mutex_unlock(&pool_lock);
+        if (start) {
+            start_thread();
+        }
         pool_run(req);
         pthread_mutex_lock(&pool_lock);
+        pool_jobs -= job;
     }
     return NULL;
 }
@@ -69,23 +107,11 @@ void cq__io_pool_submit(struct cq__io_req *req)
         pool_head = req;
     }
     pool_tail = req;
-    bool start = pool_idle == 0 && pool_threads < CQ__IO_POOL_MAX;
-    if (start) {
-        pool_threads++;
-    }
+    bool start = need_thread();
     pthread_cond_signal(&pool_cond);
     pthread_mutex_unlock(&pool_lock);
     if (start) {
-        pthread_t t;
-        int err = cq__thread_start(&t, pool_main, NULL);
-        if (err) {
-            pthread_mutex_lock(&pool_lock);
-            unsigned left = --pool_threads;
-            pthread_mutex_unlock(&pool_lock);
-            if (left == 0) {
-                cq__crash("cannot start an I/O pool thread (%s)", strerror(err));
-            }
-        }
+        start_thread();
     }
 }
 
@@ -105,7 +131,7 @@ static void pool_fork_parent(void)
 static void pool_fork_child(void)
 {
     pool_head = pool_tail = NULL;
-    pool_threads = pool_idle = 0;
+    pool_threads = pool_idle = pool_jobs = 0;
     pthread_cond_init(&pool_cond, NULL);
     pthread_mutex_unlock(&pool_lock);
 }
