@@ -3,8 +3,9 @@
  * clang -fblocks, in C and C++, on both runtimes: one-shots on a pipe, a random-access file
  * channel (write, barrier, read back, cleanup handler), the high-water mark, close with
  * DISPATCH_IO_STOP (in order), a one-shot read of what a pipe or socket has, a barrier waited for
- * on the channel's queue, a barrier that moves a stream file channel's position, a barrier
- * across channels on one descriptor, a cancelled write's data, a path channel's cleanup error, a write's
+ * on the channel's queue, a barrier that moves a stream file channel's position, a stream
+ * channel made from another going on where it stands, a barrier across channels on one
+ * descriptor, a cancelled write's data, a path channel's cleanup error, a write's
  * progress with an interval. Only behaviour both runtimes document is checked.
  */
 #ifndef _DEFAULT_SOURCE
@@ -444,6 +445,42 @@ static void test_barrier_across_channels(void)
 }
 #endif
 
+/* A stream channel made with dispatch_io_create_with_io from a stream channel on a file goes on
+ * where the parent stands (it started at the parent's first position: "bbAA" for "AAAAbb"). */
+static void test_stream_child_goes_on(void)
+{
+    char path[] = "/tmp/compat-io-child-XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    dispatch_queue_t q = dispatch_queue_create("compat.io", DISPATCH_QUEUE_SERIAL);
+    dispatch_semaphore_t cleaned = dispatch_semaphore_create(0);
+    dispatch_io_t a = dispatch_io_create(DISPATCH_IO_STREAM, fd, q, ^(int error) {
+        (void)error;
+        dispatch_semaphore_signal(cleaned);
+    });
+    REQUIRE(a != NULL);
+    stream_write(a, "AAAA", q);
+    dispatch_io_t b = dispatch_io_create_with_io(DISPATCH_IO_STREAM, a, q, ^(int error) {
+        (void)error;
+        dispatch_semaphore_signal(cleaned);
+    });
+    REQUIRE(b != NULL);
+    stream_write(b, "bb", q);
+    dispatch_io_close(b, 0);
+    dispatch_io_close(a, 0);
+    dispatch_release(b);
+    dispatch_release(a);
+    WAIT_SEMA(cleaned);
+    WAIT_SEMA(cleaned);
+    char buf[16] = {0};
+    CHECK_EQ(pread(fd, buf, sizeof buf - 1, 0), 6);
+    CHECK(strcmp(buf, "AAAAbb") == 0);
+    close(fd);
+    unlink(path);
+    dispatch_release(cleaned);
+    dispatch_release(q);
+}
+
 /* A write that a closed channel cancels gets its data back as not written. */
 static void test_cancelled_write_data(void)
 {
@@ -596,6 +633,7 @@ int main(void)
     RUN(test_read_available);
     RUN(test_barrier_off_channel_queue);
     RUN(test_barrier_moves_stream_position);
+    RUN(test_stream_child_goes_on);
 #ifdef CQ_DISPATCH_COMPAT
     RUN(test_barrier_across_channels);
 #endif

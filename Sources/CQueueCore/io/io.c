@@ -376,7 +376,10 @@ cq_io_t cq_io_create_with_io_f(cq_io_type_t type, cq_io_t io, cq_queue_t queue, 
     ch->fd = p->fd;
     ch->is_file = p->is_file;
     ch->is_sock = p->is_sock;
-    ch->base = ch->pos = p->base;
+    /* Random offsets count from the parent's start; a stream goes on where a stream parent
+     * stands now (as libdispatch: bytes it wrote are not overwritten) */
+    ch->base = p->base;
+    ch->pos = ch->type == CQ_IO_STREAM && p->type == CQ_IO_STREAM ? p->pos : p->base;
     if (ch->type == CQ_IO_RANDOM && !ch->is_file && ch->err == 0) {
         ch->err = ESPIPE;
     }
