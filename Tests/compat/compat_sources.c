@@ -696,10 +696,10 @@ static void test_read_end_of_file(void)
     /* room for calls that must not come */
     while (dispatch_semaphore_wait(pipe_r.fired, compat_short()) == 0) {
     }
-    CHECK(pipe_r.calls <= 2);
-    CHECK_EQ(pipe_r.zeros, 1);
-    CHECK_EQ(event_r.total, 3);
-    CHECK_EQ(event_r.zeros, 0);
+    CHECK(__atomic_load_n(&pipe_r.calls, __ATOMIC_SEQ_CST) <= 2);
+    CHECK_EQ(__atomic_load_n(&pipe_r.zeros, __ATOMIC_SEQ_CST), 1);
+    CHECK_EQ(__atomic_load_n(&event_r.total, __ATOMIC_SEQ_CST), 3);
+    CHECK_EQ(__atomic_load_n(&event_r.zeros, __ATOMIC_SEQ_CST), 0);
     for (int i = 0; i < 2; i++) {
         dispatch_source_cancel(rs[i]->source);
         WAIT_SEMA(rs[i]->cancelled); /* the descriptor is the program's again: close it */

@@ -272,10 +272,13 @@ void cq__source_event(struct cq_source_s *s, uintptr_t value, bool fired)
     source_wake(s);
 }
 
-/* READ: bytes available, 0 at the end of file, 1 if the descriptor cannot tell (FIONREAD fails
- * on a listening socket, whose readiness is a pending connection, and on an eventfd, timerfd or
- * signalfd: libdispatch reports 1 for these too, where 0 would read as the end of file); WRITE:
- * room to write (1 if unknown). */
+static bool still_ready(struct cq_source_s *s);
+
+/* READ: bytes available, 0 at the end of file, 1 if the descriptor cannot tell and is readable
+ * (FIONREAD fails on a listening socket, whose readiness is a pending connection, and on an
+ * eventfd, timerfd or signalfd: libdispatch reports 1 for these too, where 0 would read as the
+ * end of file; one no longer readable, whose event is stale, gives 0, which the caller drops);
+ * WRITE: room to write (1 if unknown). */
 static uintptr_t readiness_data(struct cq_source_s *s)
 {
     int fd = (int)s->handle;
@@ -284,7 +287,7 @@ static uintptr_t readiness_data(struct cq_source_s *s)
         if (ioctl(fd, FIONREAD, &n) == 0) {
             return n > 0 ? (uintptr_t)n : 0;
         }
-        return 1;
+        return still_ready(s) ? 1 : 0; /* an event whose readiness went is no event */
     }
     int size = 0, queued = 0;
     socklen_t len = sizeof size;
