@@ -28,13 +28,13 @@ static void test_oneshots(void)
     dispatch_queue_t q = dispatch_queue_create("compat.io", DISPATCH_QUEUE_SERIAL);
     dispatch_semaphore_t done = dispatch_semaphore_create(0);
     static const char text[] = "dispatch I/O, both runtimes";
-    dispatch_data_t d = dispatch_data_create(text, sizeof text, NULL,
-                                             DISPATCH_DATA_DESTRUCTOR_DEFAULT);
+    dispatch_data_t d =
+        dispatch_data_create(text, sizeof text, NULL, DISPATCH_DATA_DESTRUCTOR_DEFAULT);
     __block int werr = -1;
     dispatch_write(p[1], d, q, ^(dispatch_data_t rest, int error) {
-        (void)rest;
-        werr = error;
-        dispatch_semaphore_signal(done);
+      (void)rest;
+      werr = error;
+      dispatch_semaphore_signal(done);
     });
     WAIT_SEMA(done);
     CHECK_EQ(werr, 0);
@@ -43,14 +43,14 @@ static void test_oneshots(void)
     __block size_t got = 0;
     __block bool same = false;
     dispatch_read(p[0], SIZE_MAX, q, ^(dispatch_data_t data, int error) {
-        rerr = error;
-        got = dispatch_data_get_size(data);
-        const void *bytes = NULL;
-        size_t size = 0;
-        dispatch_data_t map = dispatch_data_create_map(data, &bytes, &size);
-        same = size == sizeof text && memcmp(bytes, text, size) == 0;
-        dispatch_release(map);
-        dispatch_semaphore_signal(done);
+      rerr = error;
+      got = dispatch_data_get_size(data);
+      const void *bytes = NULL;
+      size_t size = 0;
+      dispatch_data_t map = dispatch_data_create_map(data, &bytes, &size);
+      same = size == sizeof text && memcmp(bytes, text, size) == 0;
+      dispatch_release(map);
+      dispatch_semaphore_signal(done);
     });
     WAIT_SEMA(done);
     CHECK_EQ(rerr, 0);
@@ -70,31 +70,30 @@ static void test_random_file(void)
     dispatch_semaphore_t done = dispatch_semaphore_create(0);
     dispatch_semaphore_t cleaned = dispatch_semaphore_create(0);
     __block int cleanup_error = -1;
-    dispatch_io_t ch = dispatch_io_create_with_path(DISPATCH_IO_RANDOM, path,
-                                                    O_CREAT | O_TRUNC | O_RDWR, 0600, q,
-                                                    ^(int error) {
-                                                        cleanup_error = error;
-                                                        dispatch_semaphore_signal(cleaned);
-                                                    });
+    dispatch_io_t ch = dispatch_io_create_with_path(
+        DISPATCH_IO_RANDOM, path, O_CREAT | O_TRUNC | O_RDWR, 0600, q, ^(int error) {
+          cleanup_error = error;
+          dispatch_semaphore_signal(cleaned);
+        });
     REQUIRE(ch != NULL);
     unsigned char bytes[100];
     for (int i = 0; i < 100; i++) {
         bytes[i] = (unsigned char)(i * 7);
     }
-    dispatch_data_t d = dispatch_data_create(bytes, sizeof bytes, NULL,
-                                             DISPATCH_DATA_DESTRUCTOR_DEFAULT);
+    dispatch_data_t d =
+        dispatch_data_create(bytes, sizeof bytes, NULL, DISPATCH_DATA_DESTRUCTOR_DEFAULT);
     __block int werr = -1;
     dispatch_io_write(ch, 0, d, q, ^(bool isdone, dispatch_data_t rest, int error) {
-        (void)rest;
-        if (isdone) {
-            werr = error;
-            dispatch_semaphore_signal(done);
-        }
+      (void)rest;
+      if (isdone) {
+          werr = error;
+          dispatch_semaphore_signal(done);
+      }
     });
     __block bool barrier_ran = false;
     dispatch_io_barrier(ch, ^{
-        barrier_ran = true;
-        CHECK(dispatch_io_get_descriptor(ch) >= 0);
+      barrier_ran = true;
+      CHECK(dispatch_io_get_descriptor(ch) >= 0);
     });
     dispatch_io_set_high_water(ch, 10);
     __block size_t total = 0, biggest = 0;
@@ -102,23 +101,23 @@ static void test_random_file(void)
     unsigned char back_store[100];
     unsigned char *back = back_store;
     dispatch_io_read(ch, 0, 100, q, ^(bool isdone, dispatch_data_t data, int error) {
-        if (data) {
-            size_t n = dispatch_data_get_size(data);
-            biggest = n > biggest ? n : biggest;
-            dispatch_data_apply(data, ^bool(dispatch_data_t region, size_t offset,
-                                            const void *buffer, size_t size) {
+      if (data) {
+          size_t n = dispatch_data_get_size(data);
+          biggest = n > biggest ? n : biggest;
+          dispatch_data_apply(
+              data, ^bool(dispatch_data_t region, size_t offset, const void *buffer, size_t size) {
                 (void)region;
                 if (total + offset + size <= 100) {
                     memcpy(back + total + offset, buffer, size);
                 }
                 return true;
-            });
-            total += n;
-        }
-        if (isdone) {
-            rerr = error;
-            dispatch_semaphore_signal(done);
-        }
+              });
+          total += n;
+      }
+      if (isdone) {
+          rerr = error;
+          dispatch_semaphore_signal(done);
+      }
     });
     WAIT_SEMA(done);
     WAIT_SEMA(done);
@@ -148,21 +147,21 @@ static void random_read(dispatch_io_t ch, off_t offset, size_t length, dispatch_
     __block size_t got = 0;
     __block int err = -1;
     dispatch_io_read(ch, offset, length, q, ^(bool isdone, dispatch_data_t data, int e) {
-        if (data) {
-            dispatch_data_apply(data, ^bool(dispatch_data_t region, size_t at, const void *buf,
-                                            size_t size) {
+      if (data) {
+          dispatch_data_apply(
+              data, ^bool(dispatch_data_t region, size_t at, const void *buf, size_t size) {
                 (void)region;
                 if (got + at + size < 16) {
                     memcpy(out + got + at, buf, size);
                 }
                 return true;
-            });
-            got += dispatch_data_get_size(data);
-        }
-        if (isdone) {
-            err = e;
-            dispatch_semaphore_signal(done);
-        }
+              });
+          got += dispatch_data_get_size(data);
+      }
+      if (isdone) {
+          err = e;
+          dispatch_semaphore_signal(done);
+      }
     });
     WAIT_SEMA(done);
     out[got < 16 ? got : 15] = '\0';
@@ -182,8 +181,8 @@ static void test_random_negative_offset(void)
     dispatch_queue_t q = dispatch_queue_create("compat.io.neg", DISPATCH_QUEUE_SERIAL);
     dispatch_semaphore_t cleaned = dispatch_semaphore_create(0);
     dispatch_io_t ch = dispatch_io_create(DISPATCH_IO_RANDOM, fd, q, ^(int e) {
-        (void)e;
-        dispatch_semaphore_signal(cleaned);
+      (void)e;
+      dispatch_semaphore_signal(cleaned);
     });
     REQUIRE(ch != NULL);
     random_read(ch, -5, 3, q, got, &error);
@@ -213,16 +212,16 @@ static void test_close_stop(void)
     dispatch_semaphore_t done = dispatch_semaphore_create(0);
     dispatch_semaphore_t cleaned = dispatch_semaphore_create(0);
     dispatch_io_t ch = dispatch_io_create(DISPATCH_IO_STREAM, p[0], q, ^(int error) {
-        (void)error;
-        dispatch_semaphore_signal(cleaned);
+      (void)error;
+      dispatch_semaphore_signal(cleaned);
     });
     __block int rerr = -1;
     dispatch_io_read(ch, 0, 10, q, ^(bool isdone, dispatch_data_t data, int error) {
-        (void)data;
-        if (isdone) {
-            rerr = error;
-            dispatch_semaphore_signal(done);
-        }
+      (void)data;
+      if (isdone) {
+          rerr = error;
+          dispatch_semaphore_signal(done);
+      }
     });
     dispatch_io_close(ch, DISPATCH_IO_STOP);
     WAIT_SEMA(done);
@@ -248,9 +247,9 @@ static void test_read_available(void)
     __block size_t got = 0;
     __block int err = -1;
     dispatch_read(p[0], 100, q, ^(dispatch_data_t data, int error) {
-        got = dispatch_data_get_size(data);
-        err = error;
-        dispatch_semaphore_signal(done);
+      got = dispatch_data_get_size(data);
+      err = error;
+      dispatch_semaphore_signal(done);
     });
     WAIT_SEMA(done); /* the writer stays open */
     CHECK_EQ(got, 3);
@@ -262,9 +261,9 @@ static void test_read_available(void)
     REQUIRE(write(sv[1], "PING\n", 5) == 5);
     got = 0;
     dispatch_read(sv[0], SIZE_MAX, q, ^(dispatch_data_t data, int error) {
-        got = dispatch_data_get_size(data);
-        err = error;
-        dispatch_semaphore_signal(done);
+      got = dispatch_data_get_size(data);
+      err = error;
+      dispatch_semaphore_signal(done);
     });
     WAIT_SEMA(done); /* the peer stays open */
     CHECK_EQ(got, 5);
@@ -283,18 +282,18 @@ static void test_barrier_off_channel_queue(void)
     REQUIRE(pipe(p) == 0);
     dispatch_queue_t q = dispatch_queue_create("compat.io", DISPATCH_QUEUE_SERIAL);
     dispatch_io_t ch = dispatch_io_create(DISPATCH_IO_STREAM, p[1], q, ^(int error) {
-        (void)error;
+      (void)error;
     });
     dispatch_semaphore_t done = dispatch_semaphore_create(0);
     __block bool ran = false;
     dispatch_async(q, ^{
-        dispatch_semaphore_t barrier = dispatch_semaphore_create(0);
-        dispatch_io_barrier(ch, ^{
-            dispatch_semaphore_signal(barrier);
-        });
-        ran = dispatch_semaphore_wait(barrier, compat_deadline()) == 0;
-        dispatch_release(barrier);
-        dispatch_semaphore_signal(done);
+      dispatch_semaphore_t barrier = dispatch_semaphore_create(0);
+      dispatch_io_barrier(ch, ^{
+        dispatch_semaphore_signal(barrier);
+      });
+      ran = dispatch_semaphore_wait(barrier, compat_deadline()) == 0;
+      dispatch_release(barrier);
+      dispatch_semaphore_signal(done);
     });
     WAIT_SEMA(done);
     CHECK(ran);
@@ -314,19 +313,33 @@ static void stream_write(dispatch_io_t ch, const char *text, dispatch_queue_t q)
 {
     dispatch_semaphore_t done = dispatch_semaphore_create(0);
     __block int err = -1;
-    dispatch_data_t d = dispatch_data_create(text, strlen(text), NULL,
-                                             DISPATCH_DATA_DESTRUCTOR_DEFAULT);
+    dispatch_data_t d =
+        dispatch_data_create(text, strlen(text), NULL, DISPATCH_DATA_DESTRUCTOR_DEFAULT);
     dispatch_io_write(ch, 0, d, q, ^(bool finished, dispatch_data_t rest, int error) {
-        (void)rest;
-        if (finished) {
-            err = error;
-            dispatch_semaphore_signal(done);
-        }
+      (void)rest;
+      if (finished) {
+          err = error;
+          dispatch_semaphore_signal(done);
+      }
     });
     dispatch_release(d);
     WAIT_SEMA(done);
     CHECK_EQ(err, 0);
     dispatch_release(done);
+}
+
+/* A stream channel on `fd` (or made from `parent`) whose cleanup handler signals `cleaned`. */
+static dispatch_io_t signalling_stream(int fd, dispatch_io_t parent, dispatch_queue_t q,
+                                       dispatch_semaphore_t cleaned)
+{
+    void (^cleanup)(int) = ^(int error) {
+      (void)error;
+      dispatch_semaphore_signal(cleaned);
+    };
+    dispatch_io_t ch = parent ? dispatch_io_create_with_io(DISPATCH_IO_STREAM, parent, q, cleanup)
+                              : dispatch_io_create(DISPATCH_IO_STREAM, fd, q, cleanup);
+    REQUIRE(ch != NULL);
+    return ch;
 }
 
 static void test_barrier_moves_stream_position(void)
@@ -336,21 +349,17 @@ static void test_barrier_moves_stream_position(void)
     REQUIRE(fd >= 0);
     dispatch_queue_t q = dispatch_queue_create("compat.io", DISPATCH_QUEUE_SERIAL);
     dispatch_semaphore_t cleaned = dispatch_semaphore_create(0);
-    dispatch_io_t ch = dispatch_io_create(DISPATCH_IO_STREAM, fd, q, ^(int error) {
-        (void)error;
-        dispatch_semaphore_signal(cleaned);
-    });
-    REQUIRE(ch != NULL);
+    dispatch_io_t ch = signalling_stream(fd, NULL, q, cleaned);
     stream_write(ch, "old-line-1\n", q);
     stream_write(ch, "old-line-2\n", q);
     dispatch_semaphore_t ran = dispatch_semaphore_create(0);
     __block off_t seen = -1;
     dispatch_io_barrier(ch, ^{
-        int d = dispatch_io_get_descriptor(ch);
-        seen = lseek(d, 0, SEEK_CUR);
-        CHECK(ftruncate(d, 0) == 0);
-        CHECK(lseek(d, 0, SEEK_SET) == 0);
-        dispatch_semaphore_signal(ran);
+      int d = dispatch_io_get_descriptor(ch);
+      seen = lseek(d, 0, SEEK_CUR);
+      CHECK(ftruncate(d, 0) == 0);
+      CHECK(lseek(d, 0, SEEK_SET) == 0);
+      dispatch_semaphore_signal(ran);
     });
     WAIT_SEMA(ran);
     CHECK_EQ(seen, 22);
@@ -380,32 +389,24 @@ static void test_barrier_across_channels(void)
     REQUIRE(pipe(p) == 0);
     dispatch_queue_t q = dispatch_queue_create("compat.io", DISPATCH_QUEUE_SERIAL);
     dispatch_semaphore_t cleaned = dispatch_semaphore_create(0);
-    dispatch_io_t a = dispatch_io_create(DISPATCH_IO_STREAM, p[0], q, ^(int error) {
-        (void)error;
-        dispatch_semaphore_signal(cleaned);
-    });
-    REQUIRE(a != NULL);
-    dispatch_io_t b = dispatch_io_create_with_io(DISPATCH_IO_STREAM, a, q, ^(int error) {
-        (void)error;
-        dispatch_semaphore_signal(cleaned);
-    });
-    REQUIRE(b != NULL);
+    dispatch_io_t a = signalling_stream(p[0], NULL, q, cleaned);
+    dispatch_io_t b = signalling_stream(-1, a, q, cleaned);
     dispatch_semaphore_t read_done = dispatch_semaphore_create(0);
     __block size_t got = 0;
     dispatch_io_read(b, 0, 4, q, ^(bool finished, dispatch_data_t data, int error) {
-        (void)error;
-        if (data) {
-            got += dispatch_data_get_size(data);
-        }
-        if (finished) {
-            dispatch_semaphore_signal(read_done);
-        }
+      (void)error;
+      if (data) {
+          got += dispatch_data_get_size(data);
+      }
+      if (finished) {
+          dispatch_semaphore_signal(read_done);
+      }
     });
     dispatch_semaphore_t barrier_ran = dispatch_semaphore_create(0);
     dispatch_semaphore_t release = dispatch_semaphore_create(0);
     dispatch_io_barrier(a, ^{
-        dispatch_semaphore_signal(barrier_ran);
-        dispatch_semaphore_wait(release, compat_deadline());
+      dispatch_semaphore_signal(barrier_ran);
+      dispatch_semaphore_wait(release, compat_deadline());
     });
     /* the relative's read is pending: the barrier waits */
     CHECK(dispatch_semaphore_wait(barrier_ran, compat_short()) != 0);
@@ -417,13 +418,13 @@ static void test_barrier_across_channels(void)
     REQUIRE(write(p[1], "5678", 4) == 4);
     __block size_t later = 0;
     dispatch_io_read(b, 0, 4, q, ^(bool finished, dispatch_data_t data, int error) {
-        (void)error;
-        if (data) {
-            later += dispatch_data_get_size(data);
-        }
-        if (finished) {
-            dispatch_semaphore_signal(read_done);
-        }
+      (void)error;
+      if (data) {
+          later += dispatch_data_get_size(data);
+      }
+      if (finished) {
+          dispatch_semaphore_signal(read_done);
+      }
     });
     CHECK(dispatch_semaphore_wait(read_done, compat_short()) != 0);
     dispatch_semaphore_signal(release);
@@ -454,17 +455,9 @@ static void test_stream_child_goes_on(void)
     REQUIRE(fd >= 0);
     dispatch_queue_t q = dispatch_queue_create("compat.io", DISPATCH_QUEUE_SERIAL);
     dispatch_semaphore_t cleaned = dispatch_semaphore_create(0);
-    dispatch_io_t a = dispatch_io_create(DISPATCH_IO_STREAM, fd, q, ^(int error) {
-        (void)error;
-        dispatch_semaphore_signal(cleaned);
-    });
-    REQUIRE(a != NULL);
+    dispatch_io_t a = signalling_stream(fd, NULL, q, cleaned);
     stream_write(a, "AAAA", q);
-    dispatch_io_t b = dispatch_io_create_with_io(DISPATCH_IO_STREAM, a, q, ^(int error) {
-        (void)error;
-        dispatch_semaphore_signal(cleaned);
-    });
-    REQUIRE(b != NULL);
+    dispatch_io_t b = signalling_stream(-1, a, q, cleaned);
     stream_write(b, "bb", q);
     dispatch_io_close(b, 0);
     dispatch_io_close(a, 0);
@@ -488,21 +481,21 @@ static void test_cancelled_write_data(void)
     REQUIRE(pipe(p) == 0);
     dispatch_queue_t q = dispatch_queue_create("compat.io", DISPATCH_QUEUE_SERIAL);
     dispatch_io_t ch = dispatch_io_create(DISPATCH_IO_STREAM, p[1], q, ^(int error) {
-        (void)error;
+      (void)error;
     });
     dispatch_io_close(ch, 0);
     static const char text[] = "not written";
-    dispatch_data_t d = dispatch_data_create(text, sizeof text, NULL,
-                                             DISPATCH_DATA_DESTRUCTOR_DEFAULT);
+    dispatch_data_t d =
+        dispatch_data_create(text, sizeof text, NULL, DISPATCH_DATA_DESTRUCTOR_DEFAULT);
     dispatch_semaphore_t done = dispatch_semaphore_create(0);
     __block size_t rest = 0;
     __block int err = -1;
     dispatch_io_write(ch, 0, d, q, ^(bool isdone, dispatch_data_t data, int error) {
-        if (isdone) {
-            rest = data ? dispatch_data_get_size(data) : 0;
-            err = error;
-            dispatch_semaphore_signal(done);
-        }
+      if (isdone) {
+          rest = data ? dispatch_data_get_size(data) : 0;
+          err = error;
+          dispatch_semaphore_signal(done);
+      }
     });
     WAIT_SEMA(done);
     CHECK_EQ(err, ECANCELED);
@@ -523,7 +516,7 @@ static void test_stop_order(void)
     REQUIRE(pipe(p) == 0);
     dispatch_queue_t q = dispatch_queue_create("compat.io", DISPATCH_QUEUE_SERIAL);
     dispatch_io_t ch = dispatch_io_create(DISPATCH_IO_STREAM, p[0], q, ^(int error) {
-        (void)error;
+      (void)error;
     });
     dispatch_group_t g = dispatch_group_create();
     __block int order = 0; /* the reads' numbers, as decimal digits in the order they ended */
@@ -531,13 +524,13 @@ static void test_stop_order(void)
     for (int i = 1; i <= 3; i++) {
         dispatch_group_enter(g);
         dispatch_io_read(ch, 0, 10, q, ^(bool isdone, dispatch_data_t data, int error) {
-            (void)data;
-            (void)error;
-            if (isdone) {
-                order = order * 10 + i;
-                n++;
-                dispatch_group_leave(g);
-            }
+          (void)data;
+          (void)error;
+          if (isdone) {
+              order = order * 10 + i;
+              n++;
+              dispatch_group_leave(g);
+          }
         });
     }
     dispatch_io_close(ch, DISPATCH_IO_STOP);
@@ -564,12 +557,11 @@ static void test_path_cleanup_error(void)
     dispatch_queue_t q = dispatch_queue_create("compat.io", DISPATCH_QUEUE_SERIAL);
     dispatch_semaphore_t done = dispatch_semaphore_create(0);
     __block int err = -1;
-    dispatch_io_t ch = dispatch_io_create_with_path(DISPATCH_IO_STREAM,
-                                                    "/nonexistent-compat-io/file", O_RDONLY, 0, q,
-                                                    ^(int error) {
-                                                        err = error;
-                                                        dispatch_semaphore_signal(done);
-                                                    });
+    dispatch_io_t ch = dispatch_io_create_with_path(
+        DISPATCH_IO_STREAM, "/nonexistent-compat-io/file", O_RDONLY, 0, q, ^(int error) {
+          err = error;
+          dispatch_semaphore_signal(done);
+        });
     REQUIRE(ch != NULL);
     dispatch_io_close(ch, 0);
     dispatch_release(ch);
@@ -591,27 +583,27 @@ static void test_write_progress_with_interval(void)
     /* A path channel: libdispatch keys its descriptor state by number, and an earlier test's
      * pipe with the number mkstemp reuses can still be known to it (a random channel then
      * fails with ESPIPE, under load) */
-    dispatch_io_t ch = dispatch_io_create_with_path(DISPATCH_IO_RANDOM, path, O_RDWR, 0, q,
-                                                    ^(int error) {
-                                                        (void)error;
-                                                    });
+    dispatch_io_t ch =
+        dispatch_io_create_with_path(DISPATCH_IO_RANDOM, path, O_RDWR, 0, q, ^(int error) {
+          (void)error;
+        });
     REQUIRE(ch != NULL);
     dispatch_io_set_high_water(ch, 4);
     dispatch_io_set_low_water(ch, 1);
     dispatch_io_set_interval(ch, 100000000, DISPATCH_IO_STRICT_INTERVAL);
-    dispatch_data_t d = dispatch_data_create("0123456789abcdef", 16, NULL,
-                                             DISPATCH_DATA_DESTRUCTOR_DEFAULT);
+    dispatch_data_t d =
+        dispatch_data_create("0123456789abcdef", 16, NULL, DISPATCH_DATA_DESTRUCTOR_DEFAULT);
     dispatch_semaphore_t done = dispatch_semaphore_create(0);
     __block int partial = 0;
     __block int err = -1;
     dispatch_io_write(ch, 0, d, q, ^(bool isdone, dispatch_data_t rest, int error) {
-        (void)rest;
-        if (isdone) {
-            err = error;
-            dispatch_semaphore_signal(done);
-        } else {
-            partial++;
-        }
+      (void)rest;
+      if (isdone) {
+          err = error;
+          dispatch_semaphore_signal(done);
+      } else {
+          partial++;
+      }
     });
     WAIT_SEMA(done);
     CHECK_EQ(err, 0);
