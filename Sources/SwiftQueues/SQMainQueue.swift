@@ -39,7 +39,7 @@ public final class SQMainQueue: SQSerialQueue, @unchecked Sendable {
         execute work: @escaping @MainActor @Sendable () -> Void
     ) {
         sqSubmitInline(
-            handle, group: group?.handle, { MainActor.assumeIsolated(work) },
+            handle, group: group?.handle, SQMainQueue.plain(work),
             barrier: flags.contains(.barrier))
     }
 
@@ -52,8 +52,8 @@ public final class SQMainQueue: SQSerialQueue, @unchecked Sendable {
         flags: SQWorkItemFlags = [],
         execute work: @escaping @MainActor @Sendable () -> Void
     ) {
-        let plain: @Sendable () -> Void = { MainActor.assumeIsolated(work) }
-        (self as SQQueue).asyncAfter(deadline: deadline, qos: qos, flags: flags, execute: plain)
+        (self as SQQueue).asyncAfter(
+            deadline: deadline, qos: qos, flags: flags, execute: SQMainQueue.plain(work))
     }
 
     /// ``SQQueue/asyncAfter(wallDeadline:qos:flags:execute:)`` for a `@MainActor` closure.
@@ -65,9 +65,8 @@ public final class SQMainQueue: SQSerialQueue, @unchecked Sendable {
         flags: SQWorkItemFlags = [],
         execute work: @escaping @MainActor @Sendable () -> Void
     ) {
-        let plain: @Sendable () -> Void = { MainActor.assumeIsolated(work) }
         (self as SQQueue).asyncAfter(
-            wallDeadline: wallDeadline, qos: qos, flags: flags, execute: plain)
+            wallDeadline: wallDeadline, qos: qos, flags: flags, execute: SQMainQueue.plain(work))
     }
 
     /// ``SQQueue/sync(flags:execute:)`` for a `@MainActor` closure: from another thread the main
@@ -93,6 +92,14 @@ public final class SQMainQueue: SQSerialQueue, @unchecked Sendable {
     /// Blocks until the closure has run. Dispatch: `DispatchQueue.main.sync(execute:)`.
     public func sync(execute block: @MainActor () -> Void) {
         (self as SQQueue).sync { SQMainQueue.onMainActor(block) }
+    }
+
+    /// `work` as a plain closure for the main queue, which runs it where the main actor's
+    /// isolation holds (checked once per call, as `MainActor.assumeIsolated` does).
+    private static func plain(
+        _ work: @escaping @MainActor @Sendable () -> Void
+    ) -> @Sendable () -> Void {
+        { MainActor.assumeIsolated(work) }
     }
 
     /// Runs `work` on the calling thread, which must be where the main actor runs (the main

@@ -324,8 +324,7 @@ static bool still_ready(struct cq_source_s *s)
  * 77k sources): so the count is taken again once the poll says the descriptor is readable. */
 static uintptr_t read_end_or_data(struct cq_source_s *s, bool *fired)
 {
-    struct pollfd p = {(int)s->handle, POLLIN | POLLRDHUP, 0};
-    if (poll(&p, 1, 0) != 1 || (p.revents & POLLNVAL)) {
+    if (!still_ready(s)) {
         *fired = false;
         return 0;
     }
