@@ -23,7 +23,7 @@ public protocol SQSourceFileSystemObject: SQSourceProtocol {
     var handle: Int32 { get }
 
     /// Inside the event handler, the events seen since the last call; outside it, those of the
-    /// last call (empty before the first).
+    /// last call (empty before the first, and from the cancel handler on).
     /// Dispatch: `DispatchSourceFileSystemObject.data`.
     var data: SQSource.FileSystemEvent { get }
 

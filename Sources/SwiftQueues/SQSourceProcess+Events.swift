@@ -14,7 +14,8 @@ extension SQSourceProcess {
     }
 
     /// Inside the event handler, the events seen since the last call (``SQSourceProtocol/data``
-    /// as an option set); outside it, those of the last call (empty before the first).
+    /// as an option set); outside it, those of the last call (empty before the first, and from
+    /// the cancel handler on).
     ///
     /// Thread-safe. Dispatch: `DispatchSourceProcess.data`.
     public var data: SQSource.ProcessEvent {

@@ -20,7 +20,7 @@ public protocol SQSourceProcess: SQSourceProtocol {
     var handle: pid_t { get }
 
     /// Inside the event handler, the events seen since the last call; outside it, those of the
-    /// last call (empty before the first).
+    /// last call (empty before the first, and from the cancel handler on).
     /// Dispatch: `DispatchSourceProcess.data`.
     var data: SQSource.ProcessEvent { get }
 

@@ -133,7 +133,8 @@ public protocol SQSourceProtocol: AnyObject, Sendable {
     var mask: UInt { get }
 
     /// Inside the event handler, what the current batch of events amounts to; outside it, what
-    /// the last batch amounted to (0 before the first), as in Dispatch.
+    /// the last batch amounted to (0 before the first, and from the cancel handler on), as in
+    /// Dispatch.
     ///
     /// - timer: the fires since the last handler call (more than 1 if it fell behind);
     /// - signal: the signals delivered since the last call;

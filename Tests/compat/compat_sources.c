@@ -22,6 +22,7 @@ struct src {
     long registered;  /* registration handler runs */
     long reg_before_event;
     long cancelled;
+    long cancel_data; /* dispatch_source_get_data in the cancel handler */
     long events_after_cancel;
     long premature;   /* PROC: an exit reported before the child was let go */
     const char *expect_label;
@@ -55,6 +56,7 @@ static void on_cancel(void *context)
 {
     struct src *s = (struct src *)context;
     s->cancelled++;
+    s->cancel_data = (long)dispatch_source_get_data(s->source);
     dispatch_semaphore_signal(s->cancel_done);
 }
 
@@ -65,6 +67,10 @@ static void src_cancel_and_release(struct src *s)
     WAIT_SEMA(s->cancel_done);
     CHECK_EQ(s->cancelled, 1);
     CHECK_EQ(s->events_after_cancel, 0);
+    /* The data reads 0 from the cancel handler on, whatever the last event carried (ours kept
+     * the last event's). */
+    CHECK_EQ(s->cancel_data, 0);
+    CHECK_EQ(dispatch_source_get_data(s->source), 0);
     CHECK(dispatch_source_testcancel(s->source) != 0);
     dispatch_release(s->source);
     dispatch_release(s->done);
@@ -195,7 +201,8 @@ static void test_data_or_replace(void)
 }
 
 /* Outside the event handler, the data is that of the last call (as in libdispatch; ours read 0):
- * code that reads a replace source's last value from elsewhere sees it. */
+ * code that reads a replace source's last value from elsewhere sees it, until the source is
+ * cancelled (src_cancel_and_release checks the 0 then). */
 static void test_data_outside_handler(void)
 {
     struct src s;

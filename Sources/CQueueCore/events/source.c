@@ -428,8 +428,9 @@ void cq__source_invoke(struct cq_source_s *s)
                 struct cq__frame *f = cq__tls.frame;
                 CQ_PROBE4(source_event, s->type->kind, data, s, f ? f->queue->label : "");
             }
-            /* The data stays until the next event, as in libdispatch (code that reads it outside
-             * the handler, e.g. a replace source's last value, sees the last delivered one) */
+            /* The data stays until the next event or the cancellation, as in libdispatch (code
+             * that reads it outside the handler, e.g. a replace source's last value, sees the last
+             * delivered one) */
             cq__source_call_handler(s, CQ__HANDLER_EVENT);
         }
         /* pairs with the acq_rel or's of CANCELED / UNREGISTERED / REGISTERED_NEW and the release
@@ -459,6 +460,9 @@ finish:
             if (!cq__cas_weak(&s->state, &st, st | CQ__SS_CANCEL_DONE, acq_rel)) {
                 continue;
             }
+            /* From the cancel handler on, the data reads 0, as in libdispatch: a handler that
+             * closes a descriptor or reports "what is left" must not see the last event's. */
+            cq__store(&s->data, 0, relaxed);
             cq__source_call_handler(s, CQ__HANDLER_CANCEL);
             /* No handler of this source runs again. */
             for (int which = 0; which < 3; which++) {

@@ -141,7 +141,8 @@ CQ_EXPORT void cq_source_set_handler_barrier(cq_source_t source, bool barrier);
 CQ_EXPORT intptr_t cq_source_testcancel(cq_source_t source);
 
 /* The data of the events the running event handler was called for (see the types); outside an
- * event handler, that of the last call (0 before the first), as in libdispatch. */
+ * event handler, that of the last call (0 before the first, and 0 from the cancel handler on),
+ * as in libdispatch. */
 CQ_EXPORT uintptr_t cq_source_get_data(cq_source_t source);
 CQ_EXPORT uintptr_t cq_source_get_handle(cq_source_t source);
 CQ_EXPORT uintptr_t cq_source_get_mask(cq_source_t source);
