@@ -277,8 +277,8 @@ static void test_targets_and_specifics(void)
     /* a concurrent queue targeting a serial queue is serial */
     check_serial(child);
 
-    with_target = dispatch_queue_create_with_target("compat.with-target", DISPATCH_QUEUE_SERIAL,
-                                                    root);
+    with_target =
+        dispatch_queue_create_with_target("compat.with-target", DISPATCH_QUEUE_SERIAL, root);
     REQUIRE(with_target != NULL);
     memset(&l, 0, sizeof l);
     dispatch_sync_f(with_target, &l, do_lookup);
@@ -345,10 +345,10 @@ static void check_held_then_runs(dispatch_queue_t q, int how)
 static void test_suspend_and_inactive(void)
 {
     dispatch_queue_t q = dispatch_queue_create("compat.suspend", NULL);
-    dispatch_queue_t inactive = dispatch_queue_create("compat.inactive",
-                                                      DISPATCH_QUEUE_SERIAL_INACTIVE);
-    dispatch_queue_t inactive_c = dispatch_queue_create("compat.inactive-concurrent",
-                                                        DISPATCH_QUEUE_CONCURRENT_INACTIVE);
+    dispatch_queue_t inactive =
+        dispatch_queue_create("compat.inactive", DISPATCH_QUEUE_SERIAL_INACTIVE);
+    dispatch_queue_t inactive_c =
+        dispatch_queue_create("compat.inactive-concurrent", DISPATCH_QUEUE_CONCURRENT_INACTIVE);
     dispatch_queue_t made = dispatch_queue_create(
         "compat.made-inactive", dispatch_queue_attr_make_initially_inactive(DISPATCH_QUEUE_SERIAL));
     REQUIRE(q != NULL && inactive != NULL && inactive_c != NULL && made != NULL);
@@ -535,6 +535,63 @@ static void test_no_finalizer_without_context(void)
     dispatch_release(finalized);
 }
 
+/* On a group or a semaphore, dispatch_set_target_queue says where the finalizer runs (ours
+ * aborted: "is not a queue"). The last target set counts, and the one it replaced is given
+ * back: its own finalizer runs once the program releases it. */
+static char finalizer_key;
+
+struct finalizer_place {
+    dispatch_semaphore_t done;
+    long on_target; /* the finalizer ran with the target's specific value */
+};
+
+static void finalizer_on_target(void *context)
+{
+    struct finalizer_place *p = (struct finalizer_place *)context;
+    p->on_target = dispatch_get_specific(&finalizer_key) == (void *)&finalizer_key;
+    dispatch_semaphore_signal(p->done);
+}
+
+/* Retargets `object` twice, sets its finalizer and releases it: the finalizer runs on
+ * `target`. */
+static void finalize_on(dispatch_object_t object, dispatch_queue_t replaced,
+                        dispatch_queue_t target)
+{
+    struct finalizer_place place = {dispatch_semaphore_create(0), 0};
+    REQUIRE(place.done != NULL);
+    dispatch_set_target_queue(object, replaced);
+    dispatch_set_target_queue(object, target); /* the last one counts */
+    dispatch_set_context(object, &place);
+    dispatch_set_finalizer_f(object, finalizer_on_target);
+    dispatch_release(object);
+    WAIT_SEMA(place.done);
+    CHECK_EQ(place.on_target, 1);
+    dispatch_release(place.done);
+}
+
+static void test_finalizer_target_queue(void)
+{
+    static int value = 3;
+    dispatch_queue_t replaced = dispatch_queue_create("compat.finalizer-replaced", NULL);
+    dispatch_queue_t target = dispatch_queue_create("compat.finalizer-target", NULL);
+    dispatch_group_t group = dispatch_group_create();
+    dispatch_semaphore_t sema = dispatch_semaphore_create(0);
+    REQUIRE(replaced != NULL && target != NULL && group != NULL && sema != NULL);
+    dispatch_queue_set_specific(target, &finalizer_key, &finalizer_key, NULL);
+    finalize_on(group, replaced, target);
+    finalize_on(sema, replaced, target);
+    /* `replaced` is not held by the objects any more: released, it is finalized */
+    finalized = dispatch_semaphore_create(0);
+    REQUIRE(finalized != NULL);
+    dispatch_set_context(replaced, &value);
+    dispatch_set_finalizer_f(replaced, finalizer);
+    dispatch_release(replaced);
+    WAIT_SEMA(finalized);
+    CHECK(finalized_context == &value);
+    dispatch_release(target);
+    dispatch_release(finalized);
+}
+
 /* ---- global queues -------------------------------------------------------------------------- */
 
 /* Work submitted straight to a global queue runs on it: the current label is the queue's, the
@@ -616,6 +673,7 @@ int main(void)
     RUN(test_labels_and_current);
     RUN(test_context_and_finalizer);
     RUN(test_no_finalizer_without_context);
+    RUN(test_finalizer_target_queue);
     RUN(test_global_queues);
     TEST_MAIN_END();
 }

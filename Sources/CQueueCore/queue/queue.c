@@ -459,10 +459,31 @@ static void retarget_barrier(void *ctx)
     free(r);
 }
 
+void cq__finalizer_target_set(struct cq_queue_s *_Atomic *slot, struct cq_queue_s *target)
+{
+    cq__ref_retain(&target->obj);
+    /* acq_rel: two racing calls each give back the reference the other stored; pairs with the
+     * other setters' exchange (the load at dispose needs none: see cq__finalizer_run) */
+    struct cq_queue_s *old = cq__xchg(slot, target, acq_rel);
+    if (old) {
+        cq__ref_release(&old->obj);
+    }
+}
+
+void cq__finalizer_run(struct cq_queue_s *target, void *ctx, cq_function_t fin)
+{
+    if (fin && ctx) {
+        cq_async_f(target ? target : &cq__root_queues[CQ__PRIO_DEFAULT], ctx, fin);
+    }
+    if (target) {
+        cq__ref_release(&target->obj); /* after the submission, which holds its own */
+    }
+}
+
 void cq_set_target_queue(void *object, cq_queue_t target)
 {
     struct cq__object *o = cq__object_check(object, 0, "cq_set_target_queue");
-    if (o->cls->set_target) { /* a source (see struct cq__class) */
+    if (o->cls->set_target) { /* a source, a group, a semaphore (see struct cq__class) */
         o->cls->set_target(o, target ? cq__queue_check(target, "cq_set_target_queue")
                                      : &cq__root_queues[CQ__PRIO_DEFAULT]);
         return;

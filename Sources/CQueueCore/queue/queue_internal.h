@@ -206,6 +206,18 @@ CQ_INTERNAL void cq__queue_introspect(void (*fn)(void *ctx, const struct cq_intr
 /* queue_specific.c */
 CQ_INTERNAL void cq__queue_specifics_dispose(struct cq_queue_s *q);
 
+/* The finalizer queue of an object that is not a queue (groups, semaphores: for them, as in
+ * libdispatch, cq_set_target_queue only says where the finalizer runs). `slot` is the object's
+ * field, NULL until set. cq__finalizer_target_set (the class's set_target hook) keeps an
+ * internal reference to `target` and gives back the old one. cq__finalizer_run, from the
+ * object's dispose with the slot's value (loaded relaxed: the last reference drop, acq_rel,
+ * orders every setter before it): schedules fin(ctx) on that queue (the default global queue
+ * if none; nothing without a context or a finalizer, as libdispatch) and gives back the slot's
+ * reference. */
+CQ_INTERNAL void cq__finalizer_target_set(struct cq_queue_s *_Atomic *slot,
+                                          struct cq_queue_s *target);
+CQ_INTERNAL void cq__finalizer_run(struct cq_queue_s *target, void *ctx, cq_function_t fin);
+
 /* Frames: is the calling thread running on q (or on a queue targeting it)? */
 CQ_INTERNAL bool cq__queue_is_current(struct cq_queue_s *q);
 

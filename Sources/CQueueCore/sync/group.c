@@ -30,11 +30,17 @@ struct cq__group_notify {
 static void group_xref_dispose(struct cq__object *o);
 static void group_dispose(struct cq__object *o);
 
+static void group_set_target(struct cq__object *o, struct cq_queue_s *target)
+{
+    cq__finalizer_target_set(&((struct cq_group_s *)o)->fin_target, target);
+}
+
 static const struct cq__class cq__group_class = {
     .kind = CQ__KIND_GROUP,
     .name = "group",
     .xref_dispose = group_xref_dispose,
     .dispose = group_dispose,
+    .set_target = group_set_target,
 };
 CQ__CLASS_REGISTER(cq__group_class)
 
@@ -65,6 +71,7 @@ cq_group_t cq_group_create(void)
     g->flag_gen = g->wakes_due = g->wakes_done = 0;
     g->wake_ref = false;
     atomic_init(&g->notified_gen, 0);
+    atomic_init(&g->fin_target, NULL);
     return g;
 }
 
@@ -113,12 +120,12 @@ static void group_dispose(struct cq__object *o)
     struct cq_group_s *g = (struct cq_group_s *)o;
     cq_function_t fin = g->obj.finalizer;
     void *ctx = g->obj.context;
+    /* relaxed: see cq__finalizer_run (the last reference drop orders the setters before us) */
+    struct cq_queue_s *target = cq__load(&g->fin_target, relaxed);
     pthread_mutex_destroy(&g->notify_lock);
     g->obj.cls = NULL;
     free(g);
-    if (fin && ctx) { /* as libdispatch: no context, no finalizer */
-        cq_async_f(&cq__root_queues[CQ__PRIO_DEFAULT], ctx, fin);
-    }
+    cq__finalizer_run(target, ctx, fin);
 }
 
 static inline void enter(struct cq_group_s *g)

@@ -71,6 +71,7 @@ struct cq_group_s {
      * queued: group_wake raises it before it wakes the waiters, and a waiter that sees the group
      * empty with notifies still in flight waits for it (group.c, settle) */
     _Atomic uint32_t notified_gen;
+    struct cq_queue_s *_Atomic fin_target; /* cq_set_target_queue: the finalizer's queue */
 };
 
 /* A group task finished: leave its group. */

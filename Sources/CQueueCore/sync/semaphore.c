@@ -21,6 +21,7 @@
 #include "platform/diag_internal.h"
 #include "platform/object_internal.h"
 #include "platform/parker_internal.h"
+#include "queue/queue_internal.h"
 #include "sync/wait_internal.h"
 
 #define WAKE_TOKEN 1u
@@ -31,17 +32,24 @@ struct cq_semaphore_s {
     struct cq__object obj;
     _Atomic int64_t value CQ_CACHE_ALIGNED;
     _Atomic uint32_t wake;
-    int64_t orig; /* written once */
+    int64_t orig;                          /* written once */
+    struct cq_queue_s *_Atomic fin_target; /* cq_set_target_queue: the finalizer's queue */
 };
 
 static void semaphore_xref_dispose(struct cq__object *o);
 static void semaphore_dispose(struct cq__object *o);
+
+static void semaphore_set_target(struct cq__object *o, struct cq_queue_s *target)
+{
+    cq__finalizer_target_set(&((struct cq_semaphore_s *)o)->fin_target, target);
+}
 
 static const struct cq__class cq__semaphore_class = {
     .kind = CQ__KIND_SEMAPHORE,
     .name = "semaphore",
     .xref_dispose = semaphore_xref_dispose,
     .dispose = semaphore_dispose,
+    .set_target = semaphore_set_target,
 };
 CQ__CLASS_REGISTER(cq__semaphore_class)
 
@@ -71,6 +79,7 @@ cq_semaphore_t cq_semaphore_create(intptr_t value)
     atomic_init(&s->value, value);
     atomic_init(&s->wake, 0);
     s->orig = value;
+    atomic_init(&s->fin_target, NULL);
     return s;
 }
 
@@ -89,11 +98,11 @@ static void semaphore_dispose(struct cq__object *o)
 {
     cq_function_t fin = o->finalizer;
     void *ctx = o->context;
+    /* relaxed: see cq__finalizer_run (the last reference drop orders the setters before us) */
+    struct cq_queue_s *target = cq__load(&((struct cq_semaphore_s *)o)->fin_target, relaxed);
     o->cls = NULL;
     free(o);
-    if (fin && ctx) { /* as libdispatch: no context, no finalizer */
-        cq_async_f(cq_get_global_queue(CQ_QUEUE_PRIORITY_DEFAULT, 0), ctx, fin);
-    }
+    cq__finalizer_run(target, ctx, fin);
 }
 
 static CQ_NOINLINE void signal_overflow(struct cq_semaphore_s *s)

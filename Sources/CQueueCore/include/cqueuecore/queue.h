@@ -110,7 +110,9 @@ CQ_EXPORT void cq_barrier_sync_f(cq_queue_t queue, void *context, cq_function_t 
  *   Makes `object` (a queue) run its tasks through `target` (NULL: the default global queue).
  *   Takes effect between tasks: on a busy queue it is applied as a barrier. Creating a cycle,
  *   or retargeting a global queue or the main queue, aborts with a message. The queue keeps a
- *   reference to its target.
+ *   reference to its target. On a source, the queue its handlers run on. On a group or a
+ *   semaphore, as in libdispatch, only the queue its finalizer runs on (the default global
+ *   queue until set); the object keeps a reference to it. Other objects abort with a message.
  */
 CQ_EXPORT void cq_set_target_queue(void *object, cq_queue_t target);
 
