@@ -42,13 +42,12 @@ extension SQClockTime {
         Self(_cTime: cq_time(time.rawValue, SQTimeInterval.clampedNanoseconds(seconds: seconds)))
     }
 
-    /// `time` moved earlier by `seconds`; saturates. Dispatch: `DispatchTime - Double`.
+    /// `time` moved earlier by `seconds`; saturates. As in Dispatch, NaN seconds give the
+    /// distant future here too, as they do in `+` (not the earliest time).
+    /// Dispatch: `DispatchTime - Double`.
     @inlinable
     public static func - (time: Self, seconds: Double) -> Self {
-        Self(
-            _cTime: cq_time(
-                time.rawValue,
-                SQTimeInterval.negated(SQTimeInterval.clampedNanoseconds(seconds: seconds))))
+        Self(_cTime: cq_time(time.rawValue, SQTimeInterval.clampedNanoseconds(seconds: -seconds)))
     }
 
     // The `Duration` forms are disfavoured so that `time + .seconds(1)` keeps meaning the

@@ -6,10 +6,10 @@ import CQueueCore
 @usableFromInline
 internal struct SQPerformBody {
     @usableFromInline
-    internal let work: @Sendable (Int) -> Void
+    internal let work: (Int) -> Void
 
     @inlinable
-    internal init(work: @escaping @Sendable (Int) -> Void) {
+    internal init(work: @escaping (Int) -> Void) {
         self.work = work
     }
 }
@@ -34,7 +34,11 @@ extension SQQueue {
     ///
     /// The calling thread takes part; the range is split into chunks that idle workers take.
     /// Nested calls, and calls from inside work items, complete even when every worker is busy.
-    /// The closure runs on several threads at once, hence `@Sendable`; it does not escape.
+    /// The closure runs on several threads at once and does not escape. As in Dispatch, it is
+    /// not `@Sendable`, so that the usual shape (each iteration writes its own element through
+    /// an `UnsafeMutableBufferPointer` captured from `withUnsafeMutableBufferPointer`) ports
+    /// unchanged in the Swift 6 language mode: what it shares must be safe to use from several
+    /// threads at once.
     ///
     /// Blocks until all iterations have run. Thread-safe. The closure stays on the caller's
     /// stack (at most one small allocation, for `withoutActuallyEscaping`).
@@ -42,7 +46,7 @@ extension SQQueue {
     @inlinable
     public static func concurrentPerform(
         iterations: Int,
-        execute work: @Sendable (Int) -> Void
+        execute work: (Int) -> Void
     ) {
         precondition(iterations >= 0, "SQQueue.concurrentPerform: negative iteration count")
         if iterations == 0 {

@@ -25,14 +25,14 @@ public struct SQTime: SQClockTime {
     }
 
     /// The time `uptimeNanoseconds` nanoseconds after the monotonic clock's origin (boot).
-    /// Values beyond the representable range are ``distantFuture``. 0 means "now", as it does
+    /// Values beyond `Int64.max` are ``distantFuture``. 0 means "now", as it does
     /// for `DispatchTime`: `SQTime(uptimeNanoseconds: 0) + .milliseconds(200)` is 200 ms from
     /// the moment it is used, and its ``uptimeNanoseconds`` is 0.
     ///
     /// Dispatch: `DispatchTime(uptimeNanoseconds:)`.
     @inlinable
     public init(uptimeNanoseconds: UInt64) {
-        if uptimeNanoseconds >= UInt64(Int64.max) {
+        if uptimeNanoseconds > UInt64(Int64.max) {
             rawValue = UInt64.max
         } else {
             rawValue = uptimeNanoseconds

@@ -19,6 +19,21 @@ import SwiftQueues
         #expect(hits.allSatisfy { $0 == 1 })
     }
 
+    /// The shape Dispatch code uses (each iteration writes its own element through the buffer
+    /// of `withUnsafeMutableBufferPointer`) compiles in the Swift 6 language mode, as it does
+    /// against Dispatch: the closure is not `@Sendable` (it was, and this did not compile:
+    /// "mutable capture of 'inout' parameter 'buffer' is not allowed in concurrently-executing
+    /// code").
+    @Test func testWritesThroughACapturedBuffer() {
+        var squares = [Int](repeating: 0, count: 10_000)
+        squares.withUnsafeMutableBufferPointer { buffer in
+            SQQueue.concurrentPerform(iterations: buffer.count) { i in
+                buffer[i] = i * i
+            }
+        }
+        #expect(squares.enumerated().allSatisfy { $0.element == $0.offset * $0.offset })
+    }
+
     @Test func testApplyZeroAndOneIterations() {
         let counter = Counter()
         SQQueue.concurrentPerform(iterations: 0) { _ in counter.add() }

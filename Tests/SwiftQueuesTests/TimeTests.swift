@@ -41,6 +41,18 @@ import Glibc
         #expect(SQSemaphore(value: 0).wait(timeout: SQTime(uptimeNanoseconds: 0)) == .timedOut)
         #expect(SQTime(uptimeNanoseconds: UInt64.max) == .distantFuture)
         #expect(SQTime(uptimeNanoseconds: 12_345).uptimeNanoseconds == 12_345)
+        // The last monotonic time is a time, as in Dispatch (ours made it distantFuture).
+        let last = SQTime(uptimeNanoseconds: UInt64(Int64.max))
+        #expect(last != .distantFuture)
+        #expect(last.uptimeNanoseconds == UInt64(Int64.max))
+        #expect(last < .distantFuture)
+        #expect(SQTime(uptimeNanoseconds: UInt64(Int64.max) + 1) == .distantFuture)
+        // NaN seconds count as forever both ways, as in Dispatch (`- nan` gave the earliest
+        // time, and a wait with it returned at once).
+        #expect(now + Double.nan == .distantFuture)
+        #expect(now - Double.nan == .distantFuture)
+        #expect(SQWallTime.now() - Double.nan == .distantFuture)
+        #expect(now - Double.infinity < now)
     }
 
     @Test func testTimeIntervalEquality() {
