@@ -26,6 +26,7 @@ extension SQOperation {
                     "is not ready (\(state.unfinished) unfinished dependencies); "
                         + "start only a ready operation")
             }
+            setFlag(SQOperationFlags.defaultStarted, true)
             if state.cancelled {
                 return .finishCancelled
             }

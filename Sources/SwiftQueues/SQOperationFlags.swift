@@ -11,6 +11,10 @@ internal enum SQOperationFlags {
     static let executing: UInt8 = 1 << 2
     /// `cancelled || unfinished == 0`: the default ``SQOperation/isReady``.
     static let baseReady: UInt8 = 1 << 3
+    /// The default ``SQOperation/start()`` ran it (it ran `main`, or finished it cancelled):
+    /// it counts in its queue's ``SQOperationQueue/progress``. An operation whose override of
+    /// `start()` never calls `super.start()` does not, as Foundation documents.
+    static let defaultStarted: UInt8 = 1 << 4
 
     // `SQOperation.waitState`: changed only by sequentially consistent read-modify-writes, so
     // a waiter and the finishing thread always see each other's bit in one of the two orders.

@@ -4,7 +4,8 @@ extension SQOperationQueue {
     /// The progress of a queue's work, in operations (``SQOperationQueue/progress``): set
     /// ``totalUnitCount`` to the number of operations you are about to add; each operation
     /// (barriers excepted) that finishes while ``totalUnitCount`` is above 0 adds one to
-    /// ``completedUnitCount``.
+    /// ``completedUnitCount``, except, as Foundation documents, an operation whose override of
+    /// ``SQOperation/start()`` does not call `super.start()`.
     ///
     /// The library does not import Foundation, so this is a small value of its own rather
     /// than a Foundation `Progress`; it has the members a queue's progress is used for.

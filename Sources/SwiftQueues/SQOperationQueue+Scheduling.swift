@@ -155,7 +155,11 @@ extension SQOperationQueue {
             operation.queueState = .removed
             // Under the lock: once it is dropped, another finish may empty the queue and free
             // it (a queue holds itself only while it holds operations).
-            if !operation.isQueueBarrier {
+            // Pairs with the release store of the flag in startDefault (under the operation
+            // lock, which the finishing thread took after it).
+            if !operation.isQueueBarrier
+                && operation.flags.load(ordering: .acquiring) & SQOperationFlags.defaultStarted != 0
+            {
                 progress.operationFinished()
             }
             state.unlink(operation)
@@ -269,6 +273,9 @@ extension SQOperationQueue {
             sqOperationMisuse(
                 "SQOperationQueue.maxConcurrentOperationCount = \(count) on \(self): the count "
                     + "must be at least 0, or defaultMaxConcurrentOperationCount (-1)")
+        }
+        if self === SQOperationQueue.main {
+            return  // one at a time, whatever is set (as in Foundation)
         }
         var deliverer: SQOperationObservers<StateChange>?
         let startable: Unmanaged<SQOperation>? = state.withLock { state in

@@ -238,7 +238,9 @@ open class SQOperationQueue: @unchecked Sendable, CustomStringConvertible {
     // MARK: - Well-known queues
 
     /// The queue of operations that run on the main thread: one at a time, on
-    /// ``SQQueue/main`` (so only once the main thread runs ``SQQueue/runMain()``).
+    /// ``SQQueue/main`` (so only once the main thread runs ``SQQueue/runMain()``). As in
+    /// Foundation, its ``maxConcurrentOperationCount`` stays 1 (setting it changes nothing)
+    /// and its ``qualityOfService`` is `.userInteractive`.
     ///
     /// A singleton. Foundation: `OperationQueue.main`.
     public static let main: SQOperationQueue = {
@@ -248,6 +250,7 @@ open class SQOperationQueue: @unchecked Sendable, CustomStringConvertible {
             state.underlying = SQQueue.main
             state.maxConcurrent = 1
             state.limit = 1
+            state.qualityOfService = .userInteractive
         }
         return queue
     }()

@@ -600,6 +600,11 @@ func meetingOperations(_ queue: SQOperationQueue, count: Int) -> Int {
         #expect(main.underlyingQueue === SQQueue.main)
         #expect(main.maxConcurrentOperationCount == 1)
         #expect(main.name == "SQOperationQueue.main")
+        // As Foundation: one at a time whatever is set (ours took 4), at the main thread's
+        // quality of service (ours said .default).
+        main.maxConcurrentOperationCount = 4
+        #expect(main.maxConcurrentOperationCount == 1)
+        #expect(main.qualityOfService == .userInteractive)
     }
 
     @Test func testProgressCountsFinishedOperations() {
@@ -611,6 +616,26 @@ func meetingOperations(_ queue: SQOperationQueue, count: Int) -> Int {
         #expect(empties(queue))
         #expect(queue.progress.completedUnitCount == 10)
         #expect(queue.progress.fractionCompleted == 1 && queue.progress.isFinished)
+    }
+
+    /// As Foundation documents, an operation whose `start()` override does not call
+    /// `super.start()` does not count in the queue's progress (ours counted it); one that calls
+    /// it later, from a queue of its own, does, as do cancelled operations the default start
+    /// finishes.
+    @Test func testProgressCountsOnlyOperationsOfTheDefaultStart() {
+        let queue = SQOperationQueue()
+        queue.progress.totalUnitCount = 4
+        let guide = GuideStyleOperation { $0.completeOperation() }
+        let hopping = HoppingOperation()
+        let cancelled = SQBlockOperation {}
+        cancelled.cancel()
+        queue.addOperation(guide)
+        queue.addOperation(hopping)
+        queue.addOperation(cancelled)
+        queue.addOperation {}
+        #expect(empties(queue))
+        #expect(guide.ran.value == 1 && hopping.ranOnHop.value == 1)
+        #expect(queue.progress.completedUnitCount == 3)
     }
 
     /// Queues dropped at once, each with two operations that finish on two pool threads and
