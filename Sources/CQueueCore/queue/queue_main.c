@@ -2,7 +2,14 @@
  * The main queue's run loop. The main queue is a serial queue whose "target" is the main
  * thread: enqueueing it sets a futex word the main thread sleeps on in cq_main().
  *   run_loop: 0 nothing pending, 1 the main queue is ENQUEUED, 2 the main thread sleeps.
+ *
+ * A program may also end its main thread with pthread_exit() instead of calling cq_main()
+ * (libdispatch's dispatch_main does exactly that, and code ported from it does too): the main
+ * queue then runs on the pool, as in libdispatch. A thread-specific destructor sees the main
+ * thread go; from then on each enqueueing of the main queue submits a drain of it to
+ * `orphan`, a serial queue, so that drains stay one at a time.
  */
+#include <pthread.h>
 #include <unistd.h>
 
 #include "platform/diag_internal.h"
@@ -12,11 +19,57 @@
 
 static _Atomic uint32_t run_loop;
 
+/* The serial queue that drains the main queue once the main thread has exited; NULL before. */
+static _Atomic(cq_queue_t) orphan;
+
+static void orphan_drain(void *unused)
+{
+    (void)unused;
+    cq__main_drain_pending();
+}
+
 void cq__main_wakeup(void)
 {
-    /* release: pairs with the acquire exchange in cq__main_drain_pending */
-    if (cq__xchg(&run_loop, 1, release) == 2) {
+    /* seq_cst: pairs with the acquire exchange in cq__main_drain_pending, and is the first half
+     * of the Dekker pair with main_thread_exited's store of `orphan` and load of run_loop */
+    uint32_t was = cq__xchg(&run_loop, 1, seq_cst);
+    if (was == 2) {
         cq__futex_wake(&run_loop, 1);
+    } else if (was == 0) {
+        /* seq_cst: the second half of the Dekker pair (see above): either we see the orphan
+         * queue, or main_thread_exited sees the 1 we stored */
+        cq_queue_t q = cq__load(&orphan, seq_cst);
+        if (cq__unlikely(q != NULL)) {
+            cq_async_f(q, NULL, orphan_drain);
+        }
+    }
+}
+
+/* The main thread ended with pthread_exit (a thread-specific destructor: a return from main()
+ * exits the process instead). */
+static void main_thread_exited(void *unused)
+{
+    (void)unused;
+    cq_queue_t q = cq_queue_create("cq.main-queue-drain", CQ_QUEUE_SERIAL);
+    if (q == NULL) {
+        cq__crash("out of memory for the main queue's drain queue");
+    }
+    /* seq_cst: pairs with cq__main_wakeup's exchange and load (the Dekker pair above) */
+    cq__store(&orphan, q, seq_cst);
+    /* pairs with cq__main_wakeup's seq_cst exchange (the Dekker pair above) */
+    if (cq__load(&run_loop, seq_cst) == 1) {
+        cq_async_f(q, NULL, orphan_drain); /* pending before we stored the queue */
+    }
+}
+
+static pthread_key_t main_exit_key;
+
+/* At load time, on the main thread (a library loaded later by another thread leaves this to
+ * nobody: then the main queue needs cq_main). */
+__attribute__((constructor)) static void watch_main_thread(void)
+{
+    if (cq__is_main_thread() && pthread_key_create(&main_exit_key, main_thread_exited) == 0) {
+        pthread_setspecific(main_exit_key, &main_exit_key);
     }
 }
 

@@ -70,7 +70,9 @@ CQ_EXPORT cq_queue_t cq_get_global_queue(intptr_t priority, uintptr_t flags);
  *   The serial queue bound to the main thread. Its tasks run only on the main thread, inside
  *   cq_main(), which must be called from the main thread, drains the main queue forever and
  *   never returns (end the process with exit() from a task). cq_sync_f onto the main queue from
- *   another thread runs the function on the main thread and waits for it.
+ *   another thread runs the function on the main thread and waits for it. If the main thread
+ *   ends with pthread_exit() instead (as libdispatch's dispatch_main does), pool threads drain
+ *   the main queue from then on, still one task at a time, as in libdispatch.
  */
 CQ_EXPORT cq_queue_t cq_get_main_queue(void);
 CQ_EXPORT CQ_NORETURN void cq_main(void);
