@@ -377,8 +377,15 @@ static void depot_push_list(struct cq__task *t)
 static void trim_arenas(void)
 {
     pthread_once(&depot_once, depot_init);
+    /* While we trim, a push to the depot asks for another trim (note_retry): its tasks come
+     * after our look at the depot. Without that, workers that handed their caches over while a
+     * burst's last trim ran (and then parked, with nothing more to free) left every arena that
+     * trim found partly free mapped for good. The result of this trim decides the flag below;
+     * a request made meanwhile stands. */
+    bool retry_before = cq__xchg(&trim_retry, true, relaxed);
     struct cds_lfs_head *head = cds_lfs_pop_all_blocking(&depot);
     if (head == NULL) {
+        cq__store(&trim_retry, retry_before, relaxed);
         return;
     }
     /* Every task popped was carved, so its arena registered, before it was freed: the copy of
