@@ -98,15 +98,14 @@ extension SQOperation {
     /// operation cannot start while it depends on `finishing`, nor when both are in a queue of
     /// width 1 and this one has not started.
     fileprivate func checkWaitFromCompletionBlock(of finishing: Unmanaged<SQOperation>) {
-        let (dependent, queue, pending) = state.withLock { state in
-            (
-                finishing._withUnsafeGuaranteedRef { state.dependencies.contains($0) },
-                state.queueReference(), state.phase == .pending
-            )
+        let (queue, pending) = state.withLock { state in
+            (state.queueReference(), state.phase == .pending)
         }
         let problem: String
-        if dependent {
-            problem = "depends on it; dependents start after that block returns"
+        if waitsThroughDependencies(for: finishing.takeUnretainedValue()) {
+            problem =
+                "depends on it, directly or through unfinished dependencies; dependents start "
+                + "after that block returns"
         } else if let queue, pending,
             let context = SQOperationContext.current,
             context.pointee.operation === finishing.takeUnretainedValue(),
@@ -123,5 +122,28 @@ extension SQOperation {
             "SQOperation.waitUntilFinished(): \(self) is waited for from the completion block of "
                 + "\(finishing.takeUnretainedValue()), and \(problem): this would wait for ever "
                 + "(start work from a completion block; don't wait for it)")
+    }
+
+    /// Whether this operation cannot start before `finishing` has: `finishing` is one of its
+    /// dependencies, or a dependency of an unfinished one, and so on (a dependent of a
+    /// dependent waited for from a completion block hung with no message). Walks the
+    /// unfinished operations upstream of this one, each lock taken alone; only from a
+    /// completion block that waits, so its cost (the size of that part of the graph) is paid
+    /// only there.
+    private func waitsThroughDependencies(for finishing: SQOperation) -> Bool {
+        var seen = Set<ObjectIdentifier>([ObjectIdentifier(self)])
+        var pending: [SQOperation] = [self]
+        while let operation = pending.popLast() {
+            for dependency in operation.state.withLock({ $0.dependencies.elements }) {
+                if dependency === finishing {
+                    return true
+                }
+                // A finished dependency holds nobody back.
+                if !dependency.hasFinished && seen.insert(ObjectIdentifier(dependency)).inserted {
+                    pending.append(dependency)
+                }
+            }
+        }
+        return false
     }
 }

@@ -39,6 +39,29 @@ final class SelfWaitingOperation: SQOperation, @unchecked Sendable {
                 + "the completion block of <SQBlockOperation \"first\">, and depends on it"))
     }
 
+    /// And for a dependent of a dependent (it hung with no message): c depends on b, b on a,
+    /// and a's completion block waits for c.
+    @Test func testCompletionBlockWaitingForAnIndirectDependent() async {
+        let result = await #expect(
+            processExitsWith: .failure, observing: [\.standardErrorContent]
+        ) {
+            let queue = SQOperationQueue()
+            let first = SQBlockOperation {}
+            first.name = "first"
+            let second = SQBlockOperation {}
+            let third = SQBlockOperation {}
+            third.name = "third"
+            second.addDependency(first)
+            third.addDependency(second)
+            first.completionBlock = { third.waitUntilFinished() }
+            queue.addOperations([first, second, third], waitUntilFinished: true)
+        }
+        #expect(Self.message(result).contains(
+            "SQOperation.waitUntilFinished(): <SQBlockOperation \"third\"> is waited for from "
+                + "the completion block of <SQBlockOperation \"first\">, and depends on it, "
+                + "directly or through unfinished dependencies"))
+    }
+
     /// The same for the next operation of a width-1 queue: the finishing one holds the slot.
     @Test func testCompletionBlockWaitingForTheNextOperationOfAWidthOneQueue() async {
         let result = await #expect(
