@@ -165,7 +165,8 @@ static void async_from_finalizer(void *arg)
     cq_set_finalizer_f(finalized_queue, submit_from_finalizer);
     cq_release(finalized_queue);
     cq_semaphore_t never = cq_semaphore_create(0);
-    cq_semaphore_wait(never, cq_time(CQ_TIME_NOW, 60 * CQ_NSEC_PER_SEC)); /* the abort comes first */
+    cq_semaphore_wait(never,
+                      cq_time(CQ_TIME_NOW, 60 * CQ_NSEC_PER_SEC)); /* the abort comes first */
 }
 
 static void null_queue(void *arg)
@@ -551,6 +552,14 @@ static void retarget_main(void *arg)
 {
     (void)arg;
     cq_set_target_queue(cq_get_main_queue(), cq_queue_create("x", NULL));
+}
+
+/* A data object has no target (groups, semaphores and sources have one). */
+static void retarget_data(void *arg)
+{
+    (void)arg;
+    cq_data_t d = cq_data_create_f("ab", 2, NULL, CQ_DATA_DESTRUCTOR_DEFAULT);
+    cq_set_target_queue(d, NULL);
 }
 
 static void leave_without_enter(void *arg)
@@ -1218,6 +1227,8 @@ static void test_targets_groups_sources(void)
                  "CQueueCore: cq_set_target_queue: cannot change the target of queue "
                  "\"cq.main-thread\" (0x",
                  ")");
+    EXPECT_ABORT("retarget-data", retarget_data, "CQueueCore: cq_set_target_queue: data object 0x",
+                 " is not a queue\n");
     EXPECT_ABORT("leave-without-enter", leave_without_enter,
                  "CQueueCore: cq_group_leave: unbalanced call on group 0x",
                  " (leave without a matching enter)");
