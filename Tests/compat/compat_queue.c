@@ -648,6 +648,8 @@ static void test_global_queues(void)
     CHECK(dispatch_get_global_queue(QOS_CLASS_UTILITY, 0) == low);
     CHECK(dispatch_get_global_queue(QOS_CLASS_BACKGROUND, 0) == bg);
     CHECK(dispatch_get_global_queue(QOS_CLASS_UNSPECIFIED, 0) == def);
+    /* Apple's private QOS_CLASS_MAINTENANCE: background (ours rounded 5 to the high queue) */
+    CHECK(dispatch_get_global_queue(0x05, 0) == bg);
     CHECK(dispatch_get_global_queue(DISPATCH_QUEUE_PRIORITY_DEFAULT, 1) == NULL);
     /* global queues ignore retain, release, suspend, resume */
     dispatch_retain(def);

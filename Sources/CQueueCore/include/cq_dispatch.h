@@ -249,6 +249,7 @@ static inline unsigned cq__dispatch_qos_slot(unsigned long qos)
     case 0x11u: /* UTILITY */
         return 3;
     case 0x09u: /* BACKGROUND */
+    case 0x05u: /* MAINTENANCE (Apple's private class): background, as libdispatch */
         return 4;
     default:
         return 0;
