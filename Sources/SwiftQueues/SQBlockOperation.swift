@@ -70,19 +70,20 @@ open class SQBlockOperation: SQOperation, @unchecked Sendable {
     ///
     /// Thread-safe; never blocks. Foundation: `BlockOperation.addExecutionBlock(_:)`.
     open func addExecutionBlock(_ block: @escaping @Sendable () -> Void) {
-        let started = state.withLock { state in
-            guard state.phase == .pending else { return true }
+        let phase: SQOperationPhase = state.withLock { state in
+            guard state.phase == .pending else { return state.phase }
             if firstBlock == nil {
                 firstBlock = block
             } else {
                 otherBlocks.append(block)
             }
-            return false
+            return .pending
         }
-        if started {
+        if phase != .pending {
             sqOperationMisuse(
-                "SQBlockOperation.addExecutionBlock(_:): \(self) has already started; add "
-                    + "blocks before it starts")
+                "SQBlockOperation.addExecutionBlock(_:): \(self) has already "
+                    + (phase == .finished ? "finished" : "started")
+                    + "; add blocks before it starts")
         }
     }
 

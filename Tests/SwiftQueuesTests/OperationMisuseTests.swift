@@ -178,13 +178,27 @@ final class SelfWaitingOperation: SQOperation, @unchecked Sendable {
         let result = await #expect(
             processExitsWith: .failure, observing: [\.standardErrorContent]
         ) {
-            let operation = SQBlockOperation {}
+            let operation = SQBlockOperation()
+            operation.addExecutionBlock { [unowned operation] in
+                operation.addExecutionBlock {}  // while it runs
+            }
             operation.start()
-            operation.addExecutionBlock {}
         }
         #expect(Self.message(result).contains(
             "SQBlockOperation.addExecutionBlock(_:): <SQBlockOperation 0x"))
         #expect(Self.message(result).contains("has already started"))
+    }
+
+    /// After it finished, the message says so (it said "started").
+    @Test func testAddingABlockAfterFinish() async {
+        let result = await #expect(
+            processExitsWith: .failure, observing: [\.standardErrorContent]
+        ) {
+            let operation = SQBlockOperation {}
+            operation.start()
+            operation.addExecutionBlock {}
+        }
+        #expect(Self.message(result).contains("has already finished; add blocks before it starts"))
     }
 
     @Test func testSettingTheUnderlyingQueueOfABusyQueue() async {
