@@ -26,12 +26,12 @@ extension SQOperation {
                     "is not ready (\(state.unfinished) unfinished dependencies); "
                         + "start only a ready operation")
             }
-            setFlag(SQOperationFlags.defaultStarted, true)
             if state.cancelled {
+                setFlag(SQOperationFlags.defaultStarted, true)
                 return .finishCancelled
             }
             state.phase = .executing
-            setFlag(SQOperationFlags.executing, true)
+            setFlag(SQOperationFlags.executing | SQOperationFlags.defaultStarted, true)
             if !state.reportedExecuting {
                 state.reportedExecuting = true
                 state.publish(.executing, to: &deliverer)
