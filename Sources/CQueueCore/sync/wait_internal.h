@@ -42,7 +42,16 @@ struct cq__wait_ops {
  * returns on Linux (code ported from it may test for -1). */
 CQ_INLINE intptr_t cq__wait(const struct cq__wait_ops *ops, void *ctx, cq_time_t timeout)
 {
-    if (timeout != CQ_TIME_NOW) {
+    struct cq__deadline d;
+    const struct cq__deadline *dl = NULL;
+    if (timeout != CQ_TIME_FOREVER) {
+        cq__deadline_init(&d, timeout);
+        dl = &d;
+    }
+    /* No spin for a deadline that has passed already: CQ_TIME_NOW, or "now" computed by the
+     * caller, the "is it done yet?" poll (`group.wait(timeout: .now())`), which spun for the
+     * whole spin time, 8-29x libdispatch's cost per poll. */
+    if (timeout != CQ_TIME_NOW && (dl == NULL || !cq__deadline_passed(&d))) {
         struct cq__spin sp;
         cq__spin_init(&sp, CQ__SPIN_WAIT_NS);
         while (cq__spin_next(&sp)) {
@@ -51,9 +60,6 @@ CQ_INLINE intptr_t cq__wait(const struct cq__wait_ops *ops, void *ctx, cq_time_t
             }
         }
     }
-    struct cq__deadline d;
-    cq__deadline_init(&d, timeout);
-    const struct cq__deadline *dl = timeout == CQ_TIME_FOREVER ? NULL : &d;
     if (dl != NULL && cq__deadline_passed(&d)) {
         if (ops->done(ctx)) {
             return 0;
