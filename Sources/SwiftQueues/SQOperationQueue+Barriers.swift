@@ -1,30 +1,16 @@
 extension SQOperationQueue.LockedState {
-    /// Barrier bookkeeping for an operation leaving the queue: every pending barrier added
-    /// after it has one fewer operation to wait for (and is listed when none is left); a
-    /// barrier that leaves lets the operations it held back go.
+    /// Bookkeeping for barriers when `operation` leaves the queue: opens the oldest barrier
+    /// once everything before it has gone, and releases what a finished barrier held back.
+    /// O(log pending barriers) per operation (see ``SQOperationQueue/BarrierGates``).
     mutating func operationRemoved(_ operation: SQOperation) {
         guard !barriers.isEmpty else { return }
-        var index = barriers.count - 1
-        while index >= 0 && barriers[index].sequence > operation.queueSequence {
-            barriers[index].before -= 1
-            if barriers[index].before == 0 {
-                let barrier = barriers[index].barrier
-                if barrier.queueState == .gated {
-                    ready.append(barrier)
-                }
+        guard operation.isQueueBarrier else {
+            if barriers.operationRemoved(sequence: operation.queueSequence) {
+                openOldestBarrier()
             }
-            index -= 1
-        }
-        guard operation.isQueueBarrier,
-            let position = barriers.firstIndex(where: { $0.barrier === operation })
-        else { return }
-        let gate = barriers.remove(at: position)
-        // Operations held back by this barrier belong, from now on, to the barrier before it
-        // if one is still pending (a barrier finished early); normally there is none.
-        if position > 0 {
-            barriers[position - 1].held.append(contentsOf: gate.held)
             return
         }
+        guard let (gate, wasOldest) = barriers.remove(operation), wasOldest else { return }
         for held in gate.held where held.queueState == .gated {
             // Pairs with the release stores of the operation's readiness: an operation that
             // became ready before this load is seen ready; one that becomes ready later is
@@ -34,6 +20,17 @@ extension SQOperationQueue.LockedState {
             } else {
                 held.queueState = .waiting
             }
+        }
+        if !barriers.isEmpty && barriers.oldest.segment == 0 {
+            openOldestBarrier()
+        }
+    }
+
+    /// The oldest barrier has nothing left before it: it becomes ready.
+    private mutating func openOldestBarrier() {
+        let barrier = barriers.oldest.barrier
+        if barrier.queueState == .gated {
+            ready.append(barrier)
         }
     }
 }

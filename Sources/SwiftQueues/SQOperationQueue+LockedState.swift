@@ -19,7 +19,7 @@ extension SQOperationQueue {
         /// The next operation's `queueSequence`.
         var nextSequence: UInt64 = 0
         /// Barriers not yet finished, oldest first.
-        var barriers: [BarrierGate] = []
+        var barriers = BarrierGates()
         /// Threads in `waitUntilAllOperationsAreFinished`, and async waiters.
         var idleWaiters: [SQSemaphore] = []
         var idleContinuations: [CheckedContinuation<Void, Never>] = []

@@ -74,17 +74,14 @@ extension SQOperationQueue {
             state.link(operation)
             state.publish(.added(operation), to: &deliverer)
             if operation.isQueueBarrier {
-                let gate = BarrierGate(
-                    barrier: operation, sequence: operation.queueSequence, before: before)
-                state.barriers.append(gate)
-                if before == 0 {
+                if state.barriers.add(operation, sequence: operation.queueSequence, queued: before) {
                     state.ready.append(operation)
                     startable = state.takeStartable()
                 } else {
                     operation.queueState = .gated
                 }
             } else if !state.barriers.isEmpty {
-                state.barriers[state.barriers.count - 1].held.append(operation)
+                state.barriers.hold(operation)
                 operation.queueState = .gated
             } else if !ready {
                 operation.queueState = .waiting

@@ -122,7 +122,7 @@ open class SQOperationQueue: @unchecked Sendable, CustomStringConvertible {
     /// returned. It takes a slot like any operation and ignores ``cancelAllOperations()``:
     /// it always runs.
     ///
-    /// O(1) (plus O(number of pending barriers) when each operation finishes).
+    /// O(1) (plus O(log number of pending barriers) when each operation finishes).
     /// Thread-safe; never blocks. Foundation: `OperationQueue.addBarrierBlock(_:)`.
     open func addBarrierBlock(_ barrier: @escaping @Sendable () -> Void) {
         let operation = SQBlockOperation(block: barrier, claimedBy: Unmanaged.passUnretained(self))

@@ -417,6 +417,43 @@ func meetingOperations(_ queue: SQOperationQueue, count: Int) -> Int {
         #expect(log.values.last == "B4")
     }
 
+    /// Many barriers among many operations, some of which finish out of order (held by a
+    /// dependency on a later operation of their stretch, or, in the first stretch, on an
+    /// operation started from outside the queue): each barrier starts only after every
+    /// operation added before it has finished, and none added after it starts before it has
+    /// returned (per-stretch counts replaced a walk over all later barriers per finish).
+    @Test func testManyBarriersKeepTheirStretches() {
+        let queue = SQOperationQueue()
+        let finished = Counter()  // operations (not barriers) finished
+        let barriersDone = Counter()
+        let broken = Counter()
+        let outside = SQBlockOperation {}  // in no queue: started by hand below
+        var added = 0
+        for stretch in 0..<400 {
+            var operations: [SQOperation] = []
+            for _ in 0..<9 {
+                let barriersBefore = stretch
+                operations.append(SQBlockOperation {
+                    if barriersDone.value < barriersBefore { broken.add() }
+                    finished.add()
+                })
+            }
+            operations[4].addDependency(stretch == 0 ? outside : operations[8])
+            queue.addOperations(operations, waitUntilFinished: false)
+            added += operations.count
+            let before = added
+            queue.addBarrierBlock {
+                if finished.value != before { broken.add() }
+                barriersDone.add()
+            }
+        }
+        outside.start()
+        #expect(empties(queue))
+        #expect(broken.value == 0)
+        #expect(finished.value == added)
+        #expect(barriersDone.value == 400)
+    }
+
     @Test func testHundredThousandOperationsRunExactlyOnce() {
         let count = 100_000
         let hits = Locked([UInt8](repeating: 0, count: count))
