@@ -1,44 +1,82 @@
-/// A short list of operations (dependencies, dependents) that stores its first element
-/// inline: the common cases, none or one, allocate nothing. Keeps insertion order. Strong
-/// references. A value type, guarded by the lock of the operation that holds it. Not public
-/// API.
+/// A list of operations (dependencies, dependents) that stores its first element inline: the
+/// common cases, none or one, allocate nothing. Keeps insertion order. Strong references. A
+/// value type, guarded by the lock of the operation that holds it. Not public API.
+///
+/// Removal is O(1) amortized, in any order: a removed element leaves a hole (skipped, and
+/// compacted away once holes are half the slots), and a long list finds its elements through
+/// an index by identity. n operations depending on one root and removing that dependency one
+/// after another cost O(n²) when each removal shifted the rest (128k: 0.84 s, Foundation
+/// 0.13 s). An operation appears at most once in a list (addDependency checks).
 internal struct SQOperationList {
     private var head: SQOperation?
-    private var tail: [SQOperation] = []
+    /// The elements after the first, in order; nil where one was removed.
+    private var tail: [SQOperation?] = []
+    /// How many slots of `tail` are nil.
+    private var holes = 0
+    /// No live element of `tail` comes before this slot.
+    private var start = 0
+    /// Where each element of `tail` is, once the list is long enough to need it.
+    private var positions: [ObjectIdentifier: Int]?
+
+    /// From this many slots on, elements are found through `positions`.
+    private static let indexedFrom = 32
 
     var isEmpty: Bool { head == nil }
 
-    var count: Int { head == nil ? 0 : 1 + tail.count }
+    var count: Int { head == nil ? 0 : 1 + tail.count - holes }
 
     /// The elements, in order.
     var elements: [SQOperation] {
         guard let head else { return [] }
-        return [head] + tail
+        var result = [head]
+        result.reserveCapacity(count)
+        for case let operation? in tail[start...] {
+            result.append(operation)
+        }
+        return result
     }
 
     mutating func append(_ operation: SQOperation) {
         if head == nil {
-            head = operation
-        } else {
-            tail.append(operation)
+            head = operation  // the tail is empty then (see remove)
+            return
+        }
+        tail.append(operation)
+        if positions != nil {
+            positions![ObjectIdentifier(operation)] = tail.count - 1
+        } else if tail.count >= Self.indexedFrom {
+            rebuildPositions()
         }
     }
 
-    /// Whether `operation` (by identity) is in the list. O(n).
+    /// Whether `operation` (by identity) is in the list. O(1) for a long list.
     func contains(_ operation: SQOperation) -> Bool {
-        head === operation || tail.contains { $0 === operation }
+        head === operation || slot(of: operation) != nil
     }
 
-    /// Removes the first occurrence of `operation` (by identity) and returns it; nil if absent.
-    /// O(n).
+    /// Removes `operation` (by identity) and returns it; nil if absent. O(1) amortized for a
+    /// long list.
     mutating func remove(_ operation: SQOperation) -> SQOperation? {
         if head === operation {
             let removed = head
-            head = tail.isEmpty ? nil : tail.removeFirst()
+            head = nil
+            // The next element moves up into the inline slot.
+            while start < tail.count {
+                if let next = tail[start] {
+                    head = next
+                    punch(start)
+                    break
+                }
+                start += 1
+            }
+            compactIfSparse()
             return removed
         }
-        guard let index = tail.firstIndex(where: { $0 === operation }) else { return nil }
-        return tail.remove(at: index)
+        guard let index = slot(of: operation) else { return nil }
+        let removed = tail[index]
+        punch(index)
+        compactIfSparse()
+        return removed
     }
 
     /// Empties the list and returns what it held.
@@ -50,28 +88,81 @@ internal struct SQOperationList {
 
     /// The elements, in order, without an allocation for zero or one element.
     var elementsForRelease: SQOperationListElements {
-        SQOperationListElements(head: head, tail: tail)
+        SQOperationListElements(head: head, tail: tail, start: start)
     }
 
     /// Calls `body` with each element, in order.
     func forEach(_ body: (SQOperation) -> Void) {
         guard let head else { return }
         body(head)
-        for operation in tail {
+        for case let operation? in tail[start...] {
             body(operation)
         }
+    }
+
+    // MARK: - Slots
+
+    private func slot(of operation: SQOperation) -> Int? {
+        if let positions {
+            return positions[ObjectIdentifier(operation)]
+        }
+        return tail[start...].firstIndex { $0 === operation }
+    }
+
+    /// Empties slot `index` (which holds an element).
+    private mutating func punch(_ index: Int) {
+        if let element = tail[index], positions != nil {
+            positions![ObjectIdentifier(element)] = nil
+        }
+        tail[index] = nil
+        holes += 1
+        while start < tail.count && tail[start] == nil {
+            start += 1
+        }
+    }
+
+    /// Drops the holes once they are half the slots (so each removal costs O(1) amortized).
+    private mutating func compactIfSparse() {
+        if holes == tail.count {
+            tail.removeAll(keepingCapacity: tail.count <= Self.indexedFrom)
+            holes = 0
+            start = 0
+            positions = nil
+            return
+        }
+        guard holes >= 16 && holes * 2 >= tail.count else { return }
+        tail = tail.filter { $0 != nil }
+        holes = 0
+        start = 0
+        if tail.count >= Self.indexedFrom {
+            rebuildPositions()
+        } else {
+            positions = nil
+        }
+    }
+
+    private mutating func rebuildPositions() {
+        var map: [ObjectIdentifier: Int] = [:]
+        map.reserveCapacity(tail.count)
+        for (index, element) in tail.enumerated() {
+            if let element {
+                map[ObjectIdentifier(element)] = index
+            }
+        }
+        positions = map
     }
 }
 
 /// The elements of an ``SQOperationList`` as a sequence (the first one stored inline).
 internal struct SQOperationListElements: Sequence, IteratorProtocol {
     fileprivate var head: SQOperation?
-    fileprivate var tail: [SQOperation]
-    private var index = 0
+    fileprivate var tail: [SQOperation?]
+    private var index: Int
 
-    fileprivate init(head: SQOperation?, tail: [SQOperation]) {
+    fileprivate init(head: SQOperation?, tail: [SQOperation?], start: Int) {
         self.head = head
         self.tail = tail
+        index = start
     }
 
     mutating func next() -> SQOperation? {
@@ -79,8 +170,12 @@ internal struct SQOperationListElements: Sequence, IteratorProtocol {
             self.head = nil
             return head
         }
-        guard index < tail.count else { return nil }
-        defer { index += 1 }
-        return tail[index]
+        while index < tail.count {
+            defer { index += 1 }
+            if let operation = tail[index] {
+                return operation
+            }
+        }
+        return nil
     }
 }

@@ -216,6 +216,42 @@ func signallingOperation(_ done: SQSemaphore, _ body: @escaping @Sendable () -> 
         dependent.removeDependency(never)  // not a dependency any more: nothing happens
     }
 
+    /// Many operations depend on one root; two thirds of them remove that dependency, in a
+    /// scrambled order (front, back, middle): those become ready at once, the others stay held
+    /// and, when the root finishes, become ready in the order they depended on it (a width-1
+    /// queue runs them in that order). The root's list of dependents leaves holes and compacts
+    /// (each removal shifted the rest: O(n²) for n removals).
+    @Test func testRemovingASharedDependencyInAnyOrder() {
+        let count = 3_000
+        let kept = count / 3
+        let root = SQBlockOperation {}
+        let ran = Log<Int>()
+        let dependents = (0..<count).map { index in SQBlockOperation { ran.append(index) } }
+        for dependent in dependents {
+            dependent.addDependency(root)
+        }
+        var order = Array(kept..<count)
+        var seed: UInt64 = 0x5eed
+        for i in stride(from: order.count - 1, to: 0, by: -1) {
+            seed = seed &* 6364136223846793005 &+ 1442695040888963407
+            order.swapAt(i, Int(seed >> 33) % (i + 1))
+        }
+        for index in order {
+            dependents[index].removeDependency(root)
+        }
+        #expect(dependents[kept...].allSatisfy { $0.isReady && $0.dependencies.isEmpty })
+        #expect(dependents[..<kept].allSatisfy { !$0.isReady && $0.dependencies.count == 1 })
+        let free = SQOperationQueue()
+        free.addOperations(Array(dependents[kept...]), waitUntilFinished: true)
+        #expect(ran.values.count == count - kept)
+        let held = SQOperationQueue()
+        held.maxConcurrentOperationCount = 1
+        held.addOperations(Array(dependents[..<kept]), waitUntilFinished: false)
+        root.start()
+        #expect(empties(held))
+        #expect(Array(ran.values[(count - kept)...]) == Array(0..<kept))
+    }
+
     @Test func testRemovingAFinishedDependencyKeepsReadinessRight() {
         let first = RecordingOperation()
         let second = RecordingOperation()
