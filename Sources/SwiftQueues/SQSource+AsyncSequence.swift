@@ -14,7 +14,11 @@ extension SQSourceProtocol {
     /// ```
     ///
     /// Iterating takes over the source: it sets the event handler (replacing any other) and
-    /// activates the source. Between two `next()` calls the source is suspended once it has an
+    /// activates the source, so leave the activation to it: events of a source you activate
+    /// yourself before the loop starts (before its first `next()`, in another task) go to the
+    /// handler the source had then, none by default, and are lost to the loop (a user-data
+    /// source that counts to a total waits for ever), as they would be with a handler set after
+    /// `activate()` in Dispatch. Between two `next()` calls the source is suspended once it has an
     /// event waiting, so events that arrive meanwhile coalesce in the source, as they do for a
     /// slow handler (a timer counts its fires, a user-data source merges): nothing is buffered
     /// without bound and nothing is lost. The cancel and registration handlers are left alone.
