@@ -15,7 +15,7 @@ internal struct SQOperationList {
     private var holes = 0
     /// No live element of `tail` comes before this slot.
     private var start = 0
-    /// Where each element of `tail` is, once the list is long enough to need it.
+    /// Where each element of `tail` is, once a search in a long list needed it.
     private var positions: [ObjectIdentifier: Int]?
 
     /// From this many slots on, elements are found through `positions`.
@@ -44,14 +44,12 @@ internal struct SQOperationList {
         tail.append(operation)
         if positions != nil {
             positions![ObjectIdentifier(operation)] = tail.count - 1
-        } else if tail.count >= Self.indexedFrom {
-            rebuildPositions()
         }
     }
 
     /// Whether `operation` (by identity) is in the list. O(1) for a long list.
     func contains(_ operation: SQOperation) -> Bool {
-        head === operation || slot(of: operation) != nil
+        head === operation || lookUp(operation) != nil
     }
 
     /// Removes `operation` (by identity) and returns it; nil if absent. O(1) amortized for a
@@ -102,7 +100,17 @@ internal struct SQOperationList {
 
     // MARK: - Slots
 
-    private func slot(of operation: SQOperation) -> Int? {
+    /// Where `operation` is in `tail`. A long list builds its index on its first search, not
+    /// on appends: an operation with 20k dependencies, never removed, paid for it on each
+    /// (op_fan_in_20k: 620 ns an operation instead of 370).
+    private mutating func slot(of operation: SQOperation) -> Int? {
+        if positions == nil && tail.count - start >= Self.indexedFrom {
+            rebuildPositions()
+        }
+        return lookUp(operation)
+    }
+
+    private func lookUp(_ operation: SQOperation) -> Int? {
         if let positions {
             return positions[ObjectIdentifier(operation)]
         }
@@ -134,10 +142,8 @@ internal struct SQOperationList {
         tail = tail.filter { $0 != nil }
         holes = 0
         start = 0
-        if tail.count >= Self.indexedFrom {
+        if positions != nil {
             rebuildPositions()
-        } else {
-            positions = nil
         }
     }
 
