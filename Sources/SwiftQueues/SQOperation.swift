@@ -506,3 +506,16 @@ extension SQOperation {
 internal func sqAddress(_ object: AnyObject) -> String {
     "0x" + String(UInt(bitPattern: ObjectIdentifier(object)), radix: 16)
 }
+
+/// Operations compare and hash by identity, as `NSObject`'s `isEqual(_:)` and `hash` do for an
+/// `Operation`: `Set<SQOperation>`, `==`, `firstIndex(of:)` and `operations.contains(op)`
+/// port from Foundation unchanged.
+extension SQOperation: Hashable {
+    public static func == (lhs: SQOperation, rhs: SQOperation) -> Bool {
+        lhs === rhs
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(ObjectIdentifier(self))
+    }
+}

@@ -252,6 +252,23 @@ func signallingOperation(_ done: SQSemaphore, _ body: @escaping @Sendable () -> 
         #expect(Array(ran.values[(count - kept)...]) == Array(0..<kept))
     }
 
+    /// Operations are equal and hash by identity, as Foundation's (NSObject): code that keeps
+    /// them in a set or looks them up in `operations` ports unchanged (it did not compile).
+    @Test func testOperationsCompareByIdentity() {
+        let first = SQBlockOperation {}
+        let second = SQBlockOperation {}
+        #expect(first == first && first != second)
+        let set: Set<SQOperation> = [first, second, first]
+        #expect(set.count == 2 && set.contains(second))
+        let queue = SQOperationQueue()
+        queue.isSuspended = true
+        queue.addOperations([first, second], waitUntilFinished: false)
+        #expect(queue.operations.contains(second))
+        #expect(queue.operations.firstIndex(of: second) == 1)
+        queue.isSuspended = false
+        #expect(empties(queue))
+    }
+
     @Test func testRemovingAFinishedDependencyKeepsReadinessRight() {
         let first = RecordingOperation()
         let second = RecordingOperation()
