@@ -385,7 +385,12 @@ static void trim_arenas(void)
     bool retry_before = cq__xchg(&trim_retry, true, relaxed);
     struct cds_lfs_head *head = cds_lfs_pop_all_blocking(&depot);
     if (head == NULL) {
-        cq__store(&trim_retry, retry_before, relaxed);
+        /* Nothing free: every arena's tasks are in use or in caches. Those beyond the minimum
+         * go back when their tasks come to the depot: its next push asks again. */
+        pthread_mutex_lock(&arena_lock);
+        bool beyond = narenas > TRIM_MIN_ARENAS;
+        pthread_mutex_unlock(&arena_lock);
+        cq__store(&trim_retry, retry_before || beyond, relaxed);
         return;
     }
     /* Every task popped was carved, so its arena registered, before it was freed: the copy of
@@ -449,14 +454,17 @@ static void trim_arenas(void)
         }
     }
     pacing_note_trim(released);
-    /* Arenas partly free stay mapped: their other tasks are in use, or wait in a thread's
-     * cache, or are freed after this trim (the tail of a burst). If more than the minimum stay,
-     * the next free to the depot asks for another trim (see note_retry). */
-    bool partial = false;
+    /* Arenas not all free stay mapped: their tasks (some or all: none in the depot is no
+     * proof of more use) are in use, or wait in a thread's cache, or are freed after this trim
+     * (the tail of a burst). If more than the minimum stay, the next free to the depot asks
+     * for another trim (see note_retry). Counting only arenas with some free tasks here kept
+     * for good those whose tasks were all queued or in caches during the burst's last trim
+     * (test_memory_trim_race: test_arenas_in_use_during_a_trim_go_back). */
+    bool any_kept = false;
     for (uint32_t i = 0; i < n; i++) {
-        partial |= ta[i].free != 0 && !ta[i].release;
+        any_kept |= !ta[i].release;
     }
-    cq__store(&trim_retry, partial && narenas - released > TRIM_MIN_ARENAS, relaxed);
+    cq__store(&trim_retry, any_kept && narenas - released > TRIM_MIN_ARENAS, relaxed);
     uint32_t kept = 0;
     for (uint32_t r = 0; r < narenas; r++) {
         if (arenas[r].base != NULL) {
@@ -493,6 +501,14 @@ void cq__trim_add_hook(void (*fn)(void))
     cq__crash("more than %u trim hooks", CQ__TRIM_HOOKS);
 }
 
+static _Atomic uint64_t trims;
+
+uint64_t cq__trim_count(void)
+{
+    /* acquire: pairs with the release increment after a trim (its unmaps are done) */
+    return cq__load(&trims, acquire);
+}
+
 static void trim_now(void)
 {
     pthread_mutex_lock(&trim_lock);
@@ -510,6 +526,7 @@ static void trim_now(void)
      * memory only from the top of its heaps; this returns the free pages in the middle too. */
     malloc_trim(0);
 #endif
+    cq__add(&trims, 1, release); /* pairs with cq__trim_count's acquire load */
 }
 
 /*

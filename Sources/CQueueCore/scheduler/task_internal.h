@@ -38,9 +38,12 @@ CQ_INTERNAL void cq__trim_later(void);
 #define CQ__TRIM_HOOKS 4
 CQ_INTERNAL void cq__trim_add_hook(void (*fn)(void));
 
-/* The calling pool worker is about to park: hands its free tasks to the depot if a trim is
- * due (so the trimmer can give their arenas back). */
+/* The calling pool worker is about to park: hands its free tasks to the depot (so the trimmer
+ * can give their arenas back). */
 CQ_INTERNAL void cq__task_idle(void);
+
+/* How many trims have run (tests wait for one). */
+CQ_INTERNAL uint64_t cq__trim_count(void);
 
 CQ_INLINE struct cq__task *cq__task_alloc(void)
 {
