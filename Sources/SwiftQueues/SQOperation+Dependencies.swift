@@ -30,7 +30,7 @@ extension SQOperation {
             if dependency.phase == .finished {
                 return true
             }
-            dependency.dependents.append(self)
+            dependency.dependents.append(SQDependentReference(self))
             return false
         }
         if alreadyFinished {
@@ -48,7 +48,7 @@ extension SQOperation {
         guard removed != nil else { return }
         // Whoever takes the edge out of the dependency's list releases it: the dependency
         // finishing, or this call.
-        let owned: SQOperation? = operation.state.withLock { $0.dependents.remove(self) }
+        let owned = operation.state.withLock { $0.dependents.remove(self) }
         if owned != nil {
             dependencyReleased()
         }

@@ -107,7 +107,15 @@ extension SQOperation {
             flags.store(
                 (old | SQOperationFlags.finished) & ~SQOperationFlags.executing,
                 ordering: .releasing)
-            dependents = state.dependents.take()
+            // Strong references to the dependents, taken under the lock: one that is going
+            // away (deinitializing) takes itself out of the list, and is skipped here.
+            if !state.dependents.isEmpty {
+                for dependent in state.dependents.take().elementsForRelease {
+                    if let operation = dependent.retainedUnlessDeinitializing() {
+                        dependents.append(operation)
+                    }
+                }
+            }
             swap(&completion, &state.completionBlock)
             // From here on the operation no longer names its queue in its locked state; this
             // thread, if it is the operation's start path, names it in its context until the

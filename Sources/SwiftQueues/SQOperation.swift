@@ -54,8 +54,9 @@ open class SQOperation: @unchecked Sendable, CustomStringConvertible {
         var unfinished = 0
         /// The dependencies, in the order they were added (strong: as Foundation does).
         var dependencies = SQOperationList()
-        /// Operations waiting for this one; released (and emptied) when it finishes.
-        var dependents = SQOperationList()
+        /// Operations waiting for this one (unretained); released (and emptied) when it
+        /// finishes.
+        var dependents = SQDependentList()
         /// The queue the operation was added to, until the operation finishes (the finish
         /// clears it under the lock, before the queue lets the operation go; the finishing
         /// start path names the queue in its context meanwhile: see
@@ -200,13 +201,30 @@ open class SQOperation: @unchecked Sendable, CustomStringConvertible {
                 }
             }
         }
-        collect(state.withLock { $0.dependencies.take() })
+        collect(Self.detachFromDependencies(self))
         while true {
             guard var dependency = single.take() ?? more.popLast() else { break }
             if isKnownUniquelyReferenced(&dependency) {
-                collect(dependency.state.withLock { $0.dependencies.take() })
+                collect(Self.detachFromDependencies(dependency))
             }
         }
+    }
+
+    /// Takes `operation`'s dependencies (for its deinit, or the work list above) and, if some
+    /// of its edges are still registered with them (it never ran, or was cancelled before they
+    /// finished), takes it out of their dependents lists first: they hold it unretained, and
+    /// may finish later. A dependency finishing meanwhile either no longer lists it or finds it
+    /// deinitializing (`retainedUnlessDeinitializing`), under the same lock.
+    private static func detachFromDependencies(_ operation: SQOperation) -> SQOperationList {
+        let (dependencies, outstanding) = operation.state.withLock {
+            ($0.dependencies.take(), $0.unfinished > 0)
+        }
+        if outstanding {
+            for dependency in dependencies.elementsForRelease {
+                _ = dependency.state.withLock { $0.dependents.remove(operation) }
+            }
+        }
+        return dependencies
     }
 
     // MARK: - State

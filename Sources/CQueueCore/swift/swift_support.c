@@ -169,6 +169,18 @@ void cq_swift_tsan_release(const void *address)
     cq__tsan_release(address);
 }
 
+/* The Swift runtime's (libswiftCore); weak, so that C programs without it link. Swift code may
+ * not name runtime entry points itself (the compiler reserves them). */
+extern void *swift_tryRetain(void *object) __attribute__((weak)); /* object, or NULL */
+
+bool cq_swift_try_retain(void *object)
+{
+    if (swift_tryRetain == NULL) {
+        cq__crash("cq_swift_try_retain: no Swift runtime in this process");
+    }
+    return swift_tryRetain(object) != NULL;
+}
+
 #ifdef CQ_TSAN
 /*
  * ThreadSanitizer reads this at start-up. One suppression, for a report inside the Swift

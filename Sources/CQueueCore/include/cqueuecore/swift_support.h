@@ -51,6 +51,16 @@ CQ_EXPORT void cq_swift_tsan_acquire(const void *address);
 CQ_EXPORT void cq_swift_tsan_release(const void *address);
 
 /*
+ * cq_swift_try_retain
+ *   The Swift runtime's try-retain (swift_tryRetain, which its weak and unowned references
+ *   use), for SwiftQueues: takes a strong reference to the Swift object at `object` and returns
+ *   true, unless the object's deinitialization has begun; then it returns false and takes
+ *   nothing. SwiftQueues holds an operation's dependents unretained and takes them with it.
+ *   Only in processes with the Swift runtime (aborts with a message otherwise). Thread-safe.
+ */
+CQ_EXPORT bool cq_swift_try_retain(void *object);
+
+/*
  * cq_swift_async_prepare / cq_swift_async_submit
  *   cq_async_f without a context allocation, for callers that carry up to CQ_SWIFT_INLINE_BYTES
  *   bytes of their own (SwiftQueues puts the submitted closure there). prepare checks `queue`
