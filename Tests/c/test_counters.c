@@ -6,6 +6,8 @@
  */
 #include "cq_test.h"
 
+#include <pthread.h>
+
 static void noop(void *ctx)
 {
     (void)ctx;
@@ -48,8 +50,9 @@ static void test_tasks_counted(void)
     CHECK(after.workers_counted >= 1);
     CHECK(after.steals >= before.steals);
     CHECK(after.parks >= before.parks);
-    fprintf(stderr, "   tasks %" PRIu64 " -> %" PRIu64 ", steals %" PRIu64 ", parks %" PRIu64
-                    ", unparks %" PRIu64 "\n",
+    fprintf(stderr,
+            "   tasks %" PRIu64 " -> %" PRIu64 ", steals %" PRIu64 ", parks %" PRIu64
+            ", unparks %" PRIu64 "\n",
             before.tasks_run, after.tasks_run, after.steals, after.parks, after.unparks);
     cq_release(s);
     cq_release(g);
@@ -114,11 +117,59 @@ static void test_short_size(void)
     CHECK_EQ(cq_runtime_get_counters(&c, 4096), sizeof c); /* a newer caller's bigger struct */
 }
 
+/* A reader while queues drain one task each (a drain and a task per submission): tasks_run
+ * never goes down. It did, by up to a thousand, when it was the difference of two counters (all
+ * items started, minus the drains) read while a worker updated them. */
+struct round_robin {
+    cq_queue_t queues[64];
+    cq_group_t group;
+    int n;
+    atomic_bool submitted;
+};
+
+static void *submit_round_robin(void *arg)
+{
+    struct round_robin *r = arg;
+    for (int i = 0; i < r->n; i++) {
+        cq_group_async_f(r->group, r->queues[i % 64], NULL, noop);
+    }
+    atomic_store(&r->submitted, true);
+    return NULL;
+}
+
+static void test_tasks_run_never_goes_down(void)
+{
+    struct round_robin r = {.group = cq_group_create(), .n = 400000};
+    for (int i = 0; i < 64; i++) {
+        r.queues[i] = cq_queue_create("counters.drain", CQ_QUEUE_SERIAL);
+    }
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, submit_round_robin, &r) == 0);
+    uint64_t last = read_counters().tasks_run;
+    long reads = 0, down = 0;
+    while (!atomic_load(&r.submitted) || cq_group_wait(r.group, CQ_TIME_NOW) != 0) {
+        uint64_t now = read_counters().tasks_run;
+        down += now < last;
+        last = now;
+        reads++;
+    }
+    pthread_join(t, NULL);
+    WAIT_GROUP(r.group);
+    fprintf(stderr, "   %ld reads while %d tasks ran, %ld of them lower than the one before\n",
+            reads, r.n, down);
+    CHECK_EQ(down, 0);
+    for (int i = 0; i < 64; i++) {
+        cq_release(r.queues[i]);
+    }
+    cq_release(r.group);
+}
+
 int main(void)
 {
     RUN(test_tasks_counted);
     RUN(test_timers_and_sources_counted);
     RUN(test_parks_when_idle);
     RUN(test_short_size);
+    RUN(test_tasks_run_never_goes_down);
     TEST_MAIN_END();
 }

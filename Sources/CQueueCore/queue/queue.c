@@ -712,7 +712,6 @@ static const char *label_of(struct cq_queue_s *q, unsigned prio)
 /* The wrapper cq__queue_redirect makes for an item that already holds another queue's width. */
 static void redirect_run(struct cq__item *it)
 {
-    cq__pool_count_container();
     struct cq__task *t = (struct cq__task *)it;
     struct cq__item *inner = t->context;
     cq__task_free(t);
@@ -724,7 +723,6 @@ CQ__ITEM_KIND_REGISTER(CQ__ITEM_REDIRECT, redirect_run)
  * queue items, so a static link that has one has the other. */
 static void queue_item_run(struct cq__item *it)
 {
-    cq__pool_count_container();
     cq__queue_drain((struct cq_queue_s *)((char *)it - offsetof(struct cq_queue_s, item)));
 }
 CQ__ITEM_KIND_REGISTER(CQ__ITEM_QUEUE, queue_item_run)

@@ -46,9 +46,10 @@ const char *cq__item_label(const struct cq__item *it)
 }
 
 /* Whether an item of each kind counts as work run (tasks_run): all but the containers, which
- * run other items (a queue's drain, a redirect wrapper). Workers count every item (`started`)
- * and the containers (n_containers, at most one per drain); threads without a proc count work
- * items in a global counter. */
+ * run other items (a queue's drain, a redirect wrapper). Workers count every item (`started`,
+ * the monitor's progress mark) and the work items apart (n_tasks: each counter only grows, so
+ * their sum read at any time never goes down); threads without a proc count work items in a
+ * global counter. */
 static const uint8_t kind_is_work[CQ__ITEM_KIND_COUNT] = {
     [CQ__ITEM_TASK] = 1,  [CQ__ITEM_SYNC_WAITER] = 1, [CQ__ITEM_EXEC_WAITER] = 1,
     [CQ__ITEM_APPLY] = 1, [CQ__ITEM_SOURCE] = 1,      [CQ__ITEM_GROUP_TASK] = 1,
@@ -83,6 +84,9 @@ void cq__item_invoke(struct cq__item *it)
     }
     if (p) {
         cq__pool_note_progress(p); /* the monitor tells stuck workers by this counter */
+        if (kind_is_work[kind]) {
+            cq__pool_count(&p->n_tasks);
+        }
     } else if (kind_is_work[kind]) {
         cq__count(tasks_outside, 1);
     }

@@ -403,7 +403,7 @@ void cq__pool_introspect(void (*pool)(void *ctx, const struct cq_introspect_pool
             .band = p->band,
             .tid = cq__load(&p->tid, relaxed),
             .extra = p->extra,
-            .tasks_run = cq__load(&p->started, relaxed) - cq__load(&p->n_containers, relaxed),
+            .tasks_run = cq__load(&p->n_tasks, relaxed),
             .steals = cq__load(&p->n_steals, relaxed),
             .parks = cq__load(&p->n_parks, relaxed),
             .unparks = cq__load(&p->n_unparks, relaxed),
@@ -429,14 +429,6 @@ void cq__pool_introspect(void (*pool)(void *ctx, const struct cq_introspect_pool
     }
 }
 
-void cq__pool_count_container(void)
-{
-    struct cq__proc *p = cq__tls.proc;
-    if (p) {
-        cq__pool_count(&p->n_containers);
-    }
-}
-
 size_t cq_runtime_get_counters(struct cq_runtime_counters *out, size_t size)
 {
     struct cq_runtime_counters c;
@@ -444,7 +436,7 @@ size_t cq_runtime_get_counters(struct cq_runtime_counters *out, size_t size)
     uint32_t n = cq__pool_proc_count();
     for (uint32_t i = 0; i < n; i++) {
         struct cq__proc *p = cq__pool_proc_at(i);
-        c.tasks_run += cq__load(&p->started, relaxed) - cq__load(&p->n_containers, relaxed);
+        c.tasks_run += cq__load(&p->n_tasks, relaxed);
         c.steals += cq__load(&p->n_steals, relaxed);
         c.parks += cq__load(&p->n_parks, relaxed);
         c.unparks += cq__load(&p->n_unparks, relaxed);

@@ -111,11 +111,13 @@ struct cq__proc {
     _Atomic pid_t tid;        /* the thread running it (for the monitor's CPU-time reads) */
     /* counters for cq_runtime_get_counters: written by the owner only (cq__pool_count), read
      * relaxed and summed by readers */
-    _Atomic uint64_t n_containers; /* items of `started` that only ran others (queue drains,
-                                      redirects): tasks run = started - n_containers */
-    _Atomic uint64_t n_steals;     /* items taken from another proc's ring or LIFO slot */
-    _Atomic uint64_t n_parks;      /* times its thread parked with it for want of work */
-    _Atomic uint64_t n_unparks;    /* times it was woken from a park */
+    _Atomic uint64_t n_tasks;   /* items of `started` that were work, not containers (queue
+                                   drains, redirects): tasks_run. Counted apart, not as a
+                                   difference of two counters, which a reader between
+                                   their updates saw go down */
+    _Atomic uint64_t n_steals;  /* items taken from another proc's ring or LIFO slot */
+    _Atomic uint64_t n_parks;   /* times its thread parked with it for want of work */
+    _Atomic uint64_t n_unparks; /* times it was woken from a park */
     /* owner-private */
     uint32_t tick;
     uint32_t lifo_streak;
@@ -235,10 +237,6 @@ CQ_INLINE void cq__pool_note_progress(struct cq__proc *p)
 {
     cq__store(&p->started, cq__load(&p->started, relaxed) + 1, relaxed);
 }
-
-/* Counts an item run by a thread without a proc (tasks_run) and a container (a queue drain,
- * a redirect) run by a worker: item.c, on behalf of the kinds it knows nothing about. */
-CQ_INTERNAL void cq__pool_count_container(void);
 
 /* Counts one event on a counter of the caller's own proc (no RMW: only the owner writes it). */
 CQ_INLINE void cq__pool_count(_Atomic uint64_t *counter)

@@ -47,8 +47,9 @@ CQ_EXPORT void cq_runtime_get_info(struct cq_runtime_info *info);
  * at the end.
  */
 struct cq_runtime_counters {
-    uint64_t tasks_run;         /* work items run: tasks, group tasks, source handlers, apply
-                                   helpers (not the drains that run them) */
+    uint64_t tasks_run;         /* work items run: tasks, group tasks, sources' turns on their
+                                   queues (a handler each, but the activation's turn may run
+                                   none), apply helpers (not the drains that run them) */
     uint64_t steals;            /* items a worker took from another worker's run queue */
     uint64_t parks;             /* times a worker went to sleep for want of work */
     uint64_t unparks;           /* times a parked worker was woken */
