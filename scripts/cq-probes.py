@@ -146,6 +146,8 @@ def write_event(line):
 def main():
     if len(sys.argv) < 2 or sys.argv[1] not in ("add", "remove", "list"):
         sys.exit(__doc__)
+    if sys.argv[1] != "remove" and len(sys.argv) < 3:
+        sys.exit(f"{sys.argv[1]}: which library or program? ({sys.argv[0]} {sys.argv[1]} LIB [NAME...])")
     cmd = sys.argv[1]
     if cmd == "remove":
         with open(f"{TRACEFS}/uprobe_events") as f:
