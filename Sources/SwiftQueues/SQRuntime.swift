@@ -80,6 +80,8 @@ public enum SQRuntime {
         public var tasksRun: UInt64
         public var steals: UInt64
         public var parks: UInt64
+        /// Times it was woken from a park.
+        public var unparks: UInt64
     }
 
     /// A dispatch source as ``snapshot()`` saw it.
@@ -104,6 +106,8 @@ public enum SQRuntime {
         public var blockedThreads = 0
         /// Spare threads parked, ready to replace a blocked worker.
         public var spareThreads = 0
+        /// Workers whose threads sleep in the kernel inside a task (outside runtime waits).
+        public var blockedInTasks = 0
         public var queues: [QueueInfo] = []
         public var workerStates: [WorkerInfo] = []
         public var sources: [SourceInfo] = []
@@ -123,6 +127,7 @@ public enum SQRuntime {
             box.snapshot.threadLimit = Int(p.pointee.thread_limit)
             box.snapshot.blockedThreads = Int(p.pointee.blocked)
             box.snapshot.spareThreads = Int(p.pointee.spares_parked)
+            box.snapshot.blockedInTasks = Int(p.pointee.blocked_in_tasks)
         }
         visitor.queue = { ctx, q in
             guard let ctx, let q else { return }
@@ -157,7 +162,8 @@ public enum SQRuntime {
             box.snapshot.workerStates.append(
                 WorkerInfo(
                     index: Int(d.index), band: Int(d.band), state: state, threadID: d.tid,
-                    isExtra: d.extra, tasksRun: d.tasks_run, steals: d.steals, parks: d.parks))
+                    isExtra: d.extra, tasksRun: d.tasks_run, steals: d.steals, parks: d.parks,
+                    unparks: d.unparks))
         }
         visitor.source = { ctx, s in
             guard let ctx, let s else { return }

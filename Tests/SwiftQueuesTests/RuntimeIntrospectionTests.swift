@@ -61,6 +61,10 @@ import Testing
         #expect(s.workers >= 1)
         #expect(s.workerStates.count >= s.workers)
         #expect(s.threads >= 1)
+        // The C snapshot's fields, all of them: unparks follow parks (a worker is woken at most
+        // once per park, plus the one that is parked now), blocked-in-task workers are workers.
+        #expect(s.workerStates.allSatisfy { $0.unparks <= $0.parks })
+        #expect(s.blockedInTasks >= 0 && s.blockedInTasks <= s.workerStates.count)
 
         let timerInfo = s.sources.first {
             $0.type == "timer" && $0.targetLabel == "runtime.snapshot.serial"
