@@ -6,6 +6,7 @@
  */
 #include "cq_test.h"
 
+#include <dirent.h>
 #include <pthread.h>
 
 static void noop(void *ctx)
@@ -164,6 +165,52 @@ static void test_tasks_run_never_goes_down(void)
     cq_release(r.group);
 }
 
+/* Every thread the runtime starts carries a "cq-" name (ps -L, perf and top show whose it is)
+ * and is counted in threads_started: liburcu's call_rcu thread, which a released queue starts,
+ * once carried the program's name and was not counted. */
+static void test_every_runtime_thread_is_named(void)
+{
+    cq_queue_t q = cq_queue_create("counters.released", CQ_QUEUE_SERIAL);
+    cq_sync_f(q, NULL, noop);
+    cq_release(q); /* its memory goes through call_rcu */
+    cq_group_t g = cq_group_create();
+    cq_group_async_f(g, cq_get_global_queue(CQ_QUEUE_PRIORITY_DEFAULT, 0), NULL, noop);
+    WAIT_GROUP(g);
+    cq_release(g);
+    pid_t self = getpid();
+    int named = 0, others = 0;
+    DIR *d = opendir("/proc/self/task");
+    REQUIRE(d != NULL);
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (e->d_name[0] == '.' || atoi(e->d_name) == self) {
+            continue; /* the main thread is the program's */
+        }
+        char path[300], comm[64] = {0};
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f == NULL || fgets(comm, sizeof comm, f) == NULL) {
+            if (f) {
+                fclose(f);
+            }
+            continue; /* gone meanwhile */
+        }
+        fclose(f);
+        comm[strcspn(comm, "\n")] = '\0';
+        if (strncmp(comm, "cq-", 3) == 0) {
+            named++;
+        } else {
+            fprintf(stderr, "   thread %s is named \"%s\"\n", e->d_name, comm);
+            others++;
+        }
+    }
+    closedir(d);
+    uint64_t started = read_counters().threads_started;
+    fprintf(stderr, "   %d runtime threads named cq-*, %d others; %" PRIu64 " started\n", named,
+            others, started);
+    CHECK_EQ(others, 0);
+    CHECK(started >= (uint64_t)named);
+}
+
 int main(void)
 {
     RUN(test_tasks_counted);
@@ -171,5 +218,6 @@ int main(void)
     RUN(test_parks_when_idle);
     RUN(test_short_size);
     RUN(test_tasks_run_never_goes_down);
+    RUN(test_every_runtime_thread_is_named);
     TEST_MAIN_END();
 }

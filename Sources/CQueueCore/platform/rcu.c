@@ -4,8 +4,24 @@
 #include "platform/rcu_internal.h"
 
 #include "platform/fork_internal.h"
+#include "platform/probes_internal.h"
+
+#include <pthread.h>
+#include <urcu/call-rcu.h>
 
 char cq__rcu_tsan_sync;
+
+/* liburcu starts one callback thread for call_rcu (ours is its only user): name it as the
+ * runtime's other threads are named, so that ps -L, perf and top show whose it is, and count
+ * it in threads_started. Again in a forked child, where liburcu starts a new one. */
+static void name_callback_thread(void)
+{
+    pthread_t t = urcu_bp_get_call_rcu_thread(urcu_bp_get_default_call_rcu_data());
+    pthread_setname_np(t, "cq-rcu");
+    cq__count(threads_started, 1);
+}
+
+static pthread_once_t named = PTHREAD_ONCE_INIT;
 
 /* In a forked child, liburcu's call_rcu side is restarted on first use (see below). */
 static _Atomic bool child_restart_pending;
@@ -16,6 +32,7 @@ static CQ_NOINLINE void child_restart(void)
     pthread_mutex_lock(&child_restart_lock);
     if (cq__load(&child_restart_pending, relaxed)) {
         urcu_bp_call_rcu_after_fork_child();
+        name_callback_thread();
         /* release: the restarted call_rcu state is visible to whoever sees the flag clear; pairs
          * with the acquire load of child_restart_pending in cq__rcu_defer */
         cq__store(&child_restart_pending, false, release);
@@ -32,6 +49,7 @@ void cq__rcu_defer(struct rcu_head *head, void (*fn)(struct rcu_head *))
     if (cq__unlikely(cq__load(&child_restart_pending, acquire))) {
         child_restart();
     }
+    pthread_once(&named, name_callback_thread);
     cq__tsan_release(head);
     urcu_bp_call_rcu(head, fn);
 }

@@ -60,7 +60,8 @@ struct cq_runtime_counters {
     uint64_t source_events;     /* source event handlers run (each may carry many events) */
     uint64_t workers_counted;   /* worker run queues whose counts are summed above */
     uint64_t threads_started;   /* runtime threads created so far, of every kind (workers,
-                                   spares, extra workers, the reactor, the monitor): a figure
+                                   spares, extra workers, the reactor, the monitor, the
+                                   trimmer, liburcu's callback thread "cq-rcu"): a figure
                                    that grows while the process runs is thread churn */
 };
 
