@@ -45,6 +45,21 @@ static long status_field(const char *name)
     return v;
 }
 
+/* The RSS once it is back within 10 MB of `before`, or after 30 s (no event says the memory
+ * went back: poll, generously); under a sanitizer, at once. */
+static long rss_back_to(long before)
+{
+    uint64_t start = cq_test_now_ns();
+    long rss = cq_test_rss_kib();
+    while (RSS_CHECKED && rss > before + 10 * 1024 &&
+           cq_test_now_ns() - start < 30 * 1000000000ull) {
+        struct timespec d = {0, 20 * 1000000};
+        nanosleep(&d, NULL);
+        rss = cq_test_rss_kib();
+    }
+    return rss;
+}
+
 static void count(void *ctx)
 {
     atomic_fetch_add_explicit((atomic_long *)ctx, 1, memory_order_relaxed);
@@ -166,15 +181,9 @@ static void test_arenas_in_use_during_a_trim_go_back(void)
     CHECK_EQ(atomic_load(&ran), HELD);
     cq_release(g);
     cq_release(q);
-    start = cq_test_now_ns();
-    long rss = cq_test_rss_kib();
-    while (RSS_CHECKED && rss > before + 10 * 1024 &&
-           cq_test_now_ns() - start < 30 * 1000000000ull) {
-        struct timespec d = {0, 20 * 1000000};
-        nanosleep(&d, NULL);
-        rss = cq_test_rss_kib();
-    }
-    fprintf(stderr, "   %d tasks held through a trim: RSS before %ld KiB, held %ld KiB, after %ld KiB%s\n",
+    long rss = rss_back_to(before);
+    fprintf(stderr,
+            "   %d tasks held through a trim: RSS before %ld KiB, held %ld KiB, after %ld KiB%s\n",
             (int)HELD, before, held, rss, RSS_CHECKED ? "" : " (sanitizer: not judged)");
     if (RSS_CHECKED) {
         CHECK(rss <= before + 10 * 1024);
@@ -212,15 +221,8 @@ static void test_trims_overlap_bursts(void)
         CHECK_EQ(atomic_load(&p[i].ran), p[i].submitted);
         total += p[i].submitted;
     }
-    /* And the memory still goes back at the end (no event says so: poll, generously). */
-    uint64_t start = cq_test_now_ns();
-    long rss = cq_test_rss_kib();
-    while (RSS_CHECKED && rss > before + 10 * 1024 &&
-           cq_test_now_ns() - start < 30 * 1000000000ull) {
-        struct timespec d = {0, 20 * 1000000};
-        nanosleep(&d, NULL);
-        rss = cq_test_rss_kib();
-    }
+    /* And the memory still goes back at the end. */
+    long rss = rss_back_to(before);
     fprintf(stderr,
             "   %ld tasks and timers in %d rounds; RSS before %ld KiB, after %ld KiB (anonymous "
             "%ld KiB, %ld threads; peak %ld KiB)%s\n",
