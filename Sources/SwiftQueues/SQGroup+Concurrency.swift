@@ -10,20 +10,50 @@ extension SQGroup {
     /// `CancellationError`; the group's work goes on (cancel it yourself if it should stop).
     ///
     /// Cost: when the group is busy, one allocation and one `cq_group_notify_f` (the notify runs
-    /// on a global queue and resumes the task); a cancelled wait's notify stays registered until
-    /// the group next empties. Thread-safe. Dispatch: none (`group.notify` with a continuation).
+    /// on a global queue and resumes the task). A cancelled wait's notify is dropped later, with
+    /// others, by a later cancelled wait: a group that never empties keeps fewer registrations
+    /// than half its live waiters plus 64, each cancellation costing O(1) amortized.
+    /// Thread-safe. Dispatch: none (`group.notify` with a continuation).
     public func waitUntilEmpty() async throws(CancellationError) {
         if cq_group_wait(handle, 0) == 0 {  // CQ_TIME_NOW: only checks
             return
         }
         let resumption = SQNotifyResumption()
+        var registered = false
         let notified: Void? = await resumption.wait {
+            registered = true
             cq_group_notify_f(
                 handle, SQQueue.globalDefault.handle, resumption.retainedContext(),
                 sqFireCallback)
         }
         if notified == nil {
+            if registered {
+                noteAbandonedWait()
+            }
             throw CancellationError()
         }
+    }
+
+    /// A cancelled wait left its notify registered. Once there are as many such as half the
+    /// registrations the last purge left (at least 64), they are purged in one pass.
+    private func noteAbandonedWait() {
+        let abandoned = abandonedWaits.wrappingAdd(1, ordering: .relaxed).newValue
+        guard abandoned >= purgeThreshold.load(ordering: .relaxed),
+            abandonedWaits.compareExchange(expected: abandoned, desired: 0, ordering: .relaxed)
+                .exchanged
+        else { return }
+        let left = cq_swift_group_notify_purge(
+            handle, sqFireCallback,
+            { context in
+                // safety: every notify with sqFireCallback holds a retained SQCallback.
+                Unmanaged<SQCallback>.fromOpaque(context!).takeUnretainedValue().isAbandoned
+            },
+            { context in Unmanaged<SQCallback>.fromOpaque(context!).release() })
+        purgeThreshold.store(max(64, left / 2), ordering: .relaxed)
+    }
+
+    /// The notifies registered now (tests).
+    internal var registeredNotifyCount: Int {
+        cq_swift_group_notify_purge(handle, sqFireCallback, { _ in false }, { _ in })
     }
 }

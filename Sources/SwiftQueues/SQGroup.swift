@@ -1,4 +1,5 @@
 import CQueueCore
+import Synchronization
 
 /// A count of outstanding work that can be waited for, or that notifies a queue when it drops
 /// to zero: SwiftQueues' `DispatchGroup`.
@@ -15,6 +16,11 @@ import CQueueCore
 public final class SQGroup: @unchecked Sendable {
     @usableFromInline
     internal let handle: OpaquePointer
+
+    /// Cancelled `waitUntilEmpty()` calls whose notifies are still registered, and the count
+    /// at which they are purged (SQGroup+Concurrency.swift).
+    internal let abandonedWaits = Atomic<Int>(0)
+    internal let purgeThreshold = Atomic<Int>(64)
 
     /// Creates an empty group. Stops the process if memory is exhausted.
     ///

@@ -6,6 +6,10 @@ import Synchronization
 internal class SQCallback: @unchecked Sendable {
     func fire() {}
 
+    /// Whether firing would do nothing any more (its waiter was cancelled): a registration of
+    /// it may be dropped instead (see `SQGroup.noteAbandonedWait`). Only reads.
+    var isAbandoned: Bool { false }
+
     /// `self` as the retained context of one C callback that ``sqFireCallback`` consumes.
     final func retainedContext() -> UnsafeMutableRawPointer {
         Unmanaged.passRetained(self).toOpaque()
@@ -89,6 +93,12 @@ internal class SQResumption<Value: Sendable>: SQCallback, @unchecked Sendable {
         // release: pairs with wait()'s acquire load after the resumption.
         state.store(Self.done, ordering: .releasing)
         continuation.resume()
+    }
+
+    /// Cancelled before the value was claimed: firing would do nothing (a cancelled state is
+    /// final, so a relaxed load is enough).
+    override final var isAbandoned: Bool {
+        state.load(ordering: .relaxed) == Self.cancelled
     }
 
     /// The awaiting task was cancelled: resume it with `nil` unless the value was claimed.

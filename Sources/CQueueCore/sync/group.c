@@ -16,6 +16,8 @@
 #include "scheduler/task_internal.h"
 #include "sync/wait_internal.h"
 
+#include <cqueuecore/swift_support.h>
+
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
                "the generation futex is the upper half of the state word");
 
@@ -459,6 +461,39 @@ void cq_group_notify_f(cq_group_t g, cq_queue_t q, void *ctx, cq_function_t fn)
     }
     g->notify_tail = n;
     pthread_mutex_unlock(&g->notify_lock);
+}
+
+size_t cq_swift_group_notify_purge(cq_group_t g, cq_function_t fn, bool (*dead)(void *),
+                                   void (*release)(void *))
+{
+    group_check(g, "cq_swift_group_notify_purge");
+    struct cq__group_notify *gone = NULL;
+    size_t left = 0;
+    pthread_mutex_lock(&g->notify_lock);
+    struct cq__group_notify **link = &g->notify_head, *last = NULL;
+    while (*link) {
+        struct cq__group_notify *n = *link;
+        if (n->function == fn && dead(n->context)) {
+            *link = n->next;
+            n->next = gone;
+            gone = n;
+        } else {
+            left++;
+            last = n;
+            link = &n->next;
+        }
+    }
+    /* The NOTIFY flag stays: the leave that empties the group finds fewer notifies, or none. */
+    g->notify_tail = last;
+    pthread_mutex_unlock(&g->notify_lock);
+    while (gone) {
+        struct cq__group_notify *next = gone->next;
+        release(gone->context);
+        cq__ref_release(&gone->queue->obj);
+        free(gone);
+        gone = next;
+    }
+    return left;
 }
 
 /* ---- running a group's task ------------------------------------------------------------------ */

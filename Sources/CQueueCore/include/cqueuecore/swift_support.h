@@ -61,6 +61,20 @@ CQ_EXPORT void cq_swift_tsan_release(const void *address);
 CQ_EXPORT bool cq_swift_try_retain(void *object);
 
 /*
+ * cq_swift_group_notify_purge
+ *   Takes out of `group`'s registered notifies (those waiting for it to empty) every one with
+ *   function `fn` whose context `dead` says is no longer wanted, and calls `release` with each
+ *   such context after dropping the group's notify lock; their functions never run. `dead` runs
+ *   under that lock: it must only look (no call into this library). Returns how many notifies
+ *   are still registered. SwiftQueues calls it from time to time for the notifies of cancelled
+ *   `SQGroup.waitUntilEmpty()` calls, which would otherwise stay until the group empties.
+ *   Thread-safe; O(notifies registered).
+ */
+CQ_EXPORT size_t cq_swift_group_notify_purge(cq_group_t group, cq_function_t fn,
+                                             bool (*dead)(void *context),
+                                             void (*release)(void *context));
+
+/*
  * cq_swift_async_prepare / cq_swift_async_submit
  *   cq_async_f without a context allocation, for callers that carry up to CQ_SWIFT_INLINE_BYTES
  *   bytes of their own (SwiftQueues puts the submitted closure there). prepare checks `queue`
