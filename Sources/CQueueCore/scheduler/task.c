@@ -460,11 +460,7 @@ static void trim_arenas(void)
      * for another trim (see note_retry). Counting only arenas with some free tasks here kept
      * for good those whose tasks were all queued or in caches during the burst's last trim
      * (test_memory_trim_race: test_arenas_in_use_during_a_trim_go_back). */
-    bool any_kept = false;
-    for (uint32_t i = 0; i < n; i++) {
-        any_kept |= !ta[i].release;
-    }
-    cq__store(&trim_retry, any_kept && narenas - released > TRIM_MIN_ARENAS, relaxed);
+    cq__store(&trim_retry, narenas - released > TRIM_MIN_ARENAS, relaxed);
     uint32_t kept = 0;
     for (uint32_t r = 0; r < narenas; r++) {
         if (arenas[r].base != NULL) {
