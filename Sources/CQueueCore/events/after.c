@@ -314,7 +314,7 @@ static void firer_sleep(uint32_t word, int64_t now, int64_t until)
     if (p && until - now <= (inject_work(p) ? FIRER_HOLD_BUSY_NS : FIRER_HOLD_MAX_NS)) {
         r = cq__futex_wait(&A.firer_word, word, &d);
     } else {
-        struct cq__block blk;
+        struct cq__block blk = {.active = false, .keep_proc = false};
         cq__pool_block_begin(&blk);
         r = cq__futex_wait(&A.firer_word, word, &d);
         cq__pool_block_end(&blk);

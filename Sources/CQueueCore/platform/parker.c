@@ -121,7 +121,7 @@ void cq__sleep_hooks_register(void (*begin)(struct cq__block *), void (*end)(str
     sleep_end = end;
 }
 
-void cq__event_wait(struct cq__event *e)
+static void event_wait(struct cq__event *e, bool keep_proc)
 {
     /* acquire: pairs with the release exchange in cq__event_signal */
     if (cq__load(&e->state, acquire) == CQ__EVENT_SIGNALLED) {
@@ -135,15 +135,28 @@ void cq__event_wait(struct cq__event *e)
             return;
         }
     }
-    struct cq__block block = {false};
+    struct cq__block block = {.active = false, .keep_proc = keep_proc};
     if (sleep_begin) {
         sleep_begin(&block);
     }
     for (;;) {
         uint32_t s = CQ__EVENT_PENDING;
         /* pairs with the release exchange in cq__event_signal */
-        if (!cq__cas(&e->state, &s, CQ__EVENT_SLEEPING, acquire) && s == CQ__EVENT_SIGNALLED) {
-            break;
+        if (!cq__cas(&e->state, &s, CQ__EVENT_SLEEPING, acquire)) {
+            if (s == CQ__EVENT_SIGNALLED) {
+                break;
+            }
+            if (s == CQ__EVENT_NUDGED) {
+                /* What this waits for needs a worker now (cq__event_nudge): stop keeping the
+                 * proc, hand it on as any wait does. A signal may have replaced the nudge. */
+                (void)cq__cas(&e->state, &s, CQ__EVENT_PENDING, relaxed);
+                if (block.keep_proc && sleep_begin) {
+                    sleep_end(&block);
+                    block.keep_proc = false;
+                    sleep_begin(&block);
+                }
+                continue;
+            }
         }
         cq__futex_wait(&e->state, CQ__EVENT_SLEEPING, NULL);
         /* pairs with the release exchange in cq__event_signal */
@@ -157,4 +170,14 @@ void cq__event_wait(struct cq__event *e)
     if (sleep_end) {
         sleep_end(&block);
     }
+}
+
+void cq__event_wait(struct cq__event *e)
+{
+    event_wait(e, false);
+}
+
+void cq__event_wait_behind(struct cq__event *e)
+{
+    event_wait(e, true);
 }

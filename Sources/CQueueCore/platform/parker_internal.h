@@ -58,9 +58,16 @@ CQ_INTERNAL bool cq__spin_next(struct cq__spin *sp);
  * One-shot event: one waiter, one signaller.
  *   state: CQ__EVENT_PENDING -> (waiter) CQ__EVENT_SLEEPING -> (signaller) CQ__EVENT_SIGNALLED.
  * The signaller's exchange has release ordering, the waiter's load acquire: everything before
- * cq__event_signal happens-before cq__event_wait returns.
+ * cq__event_signal happens-before cq__event_wait returns. A nudge (cq__event_nudge) sets
+ * CQ__EVENT_NUDGED instead of PENDING or SLEEPING: the waiter wakes, and a wait behind another
+ * (cq__event_wait_behind) stops keeping its proc; then it waits on.
  */
-enum { CQ__EVENT_PENDING = 0, CQ__EVENT_SLEEPING = 1, CQ__EVENT_SIGNALLED = 2 };
+enum {
+    CQ__EVENT_PENDING = 0,
+    CQ__EVENT_SLEEPING = 1,
+    CQ__EVENT_SIGNALLED = 2,
+    CQ__EVENT_NUDGED = 3
+};
 
 struct cq__event {
     _Atomic uint32_t state;
@@ -78,18 +85,46 @@ CQ_INLINE void cq__event_init(struct cq__event *e)
  * cq__event_wait, below the scheduler, calls the hooks the scheduler registers at load time.
  */
 struct cq__block {
-    bool active;
+    bool active;    /* set by begin: a pool thread's wait, which end must undo */
+    bool keep_proc; /* given to begin: the wait is behind another waiter of the same thing (see
+                       cq__event_wait_behind), so the thread keeps its CPU's proc */
 };
 CQ_INTERNAL void cq__sleep_hooks_register(void (*begin)(struct cq__block *),
                                           void (*end)(struct cq__block *));
 
 CQ_INTERNAL void cq__event_wait(struct cq__event *e);
 
+/* As cq__event_wait, for a waiter queued behind another thread's wait for the same thing (a
+ * sync onto a queue that another sync already waits for): on a pool thread it keeps its proc
+ * instead of handing it to a spare. A spare would only take the next task, which in the
+ * common case (tasks taking turns at a queue through sync) waits there too: one thread per
+ * waiting task, up to the thread limit. The monitor still adds a proc, slowly, if work waits
+ * behind such waits for long (monitor.c). */
+CQ_INTERNAL void cq__event_wait_behind(struct cq__event *e);
+
 CQ_INLINE void cq__event_signal(struct cq__event *e)
 {
     /* release: pairs with the acquire load in cq__event_wait */
-    if (cq__xchg(&e->state, CQ__EVENT_SIGNALLED, release) == CQ__EVENT_SLEEPING) {
+    uint32_t old = cq__xchg(&e->state, CQ__EVENT_SIGNALLED, release);
+    if (old == CQ__EVENT_SLEEPING || old == CQ__EVENT_NUDGED) {
         cq__futex_wake(&e->state, 1);
+    }
+}
+
+/* Tells the waiter of e (not yet signalled: the caller keeps it from being signalled meanwhile)
+ * that what it waits for now needs a worker: a wait behind another hands its proc on (see
+ * cq__event_wait_behind). */
+CQ_INLINE void cq__event_nudge(struct cq__event *e)
+{
+    uint32_t s = cq__load(&e->state, relaxed);
+    while (s == CQ__EVENT_PENDING || s == CQ__EVENT_SLEEPING) {
+        /* relaxed: the nudge carries no data */
+        if (cq__cas_weak(&e->state, &s, CQ__EVENT_NUDGED, relaxed)) {
+            if (s == CQ__EVENT_SLEEPING) {
+                cq__futex_wake(&e->state, 1);
+            }
+            return;
+        }
     }
 }
 

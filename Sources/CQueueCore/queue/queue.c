@@ -220,13 +220,37 @@ bool cq__queue_try_acquire_width(struct cq_queue_s *q)
     }
 }
 
+static void unlock(struct cq_queue_s *q, bool drain_ref, unsigned push_flags);
+
+/*
+ * The last unit of width left q, whose drainer waits to run a barrier (the list's first item):
+ * holding q (LOCK, with BARRIER_WAIT's reference), hand q straight to that barrier if it is
+ * another thread's barrier sync, as a drain would. Putting q on its target instead needs a free
+ * worker to drain it, which a process whose threads all wait in syncs (at the thread limit)
+ * does not have: readers and writers of a concurrent queue through sync and barrier sync hung
+ * there for good. Any other barrier: q goes on its target as before.
+ */
+static void barrier_resume(struct cq_queue_s *q)
+{
+    struct cq__item *it = cq__mpsc_peek(&q->tail, &q->head);
+    if (it != NULL && it->kind == CQ__ITEM_SYNC_WAITER && (it->flags & CQ__ITEM_BARRIER)) {
+        cq__mpsc_pop(&q->tail, &q->head);
+        cq__queue_count_pop(q);
+        struct cq__sync_waiter *w = (struct cq__sync_waiter *)it;
+        w->drain_ref = true; /* the waiter now owns LOCK and its reference */
+        cq__event_signal(&w->event);
+        return;
+    }
+    unlock(q, true, 0);
+}
+
 void cq__queue_release_width(struct cq_queue_s *q)
 {
     uint64_t s = cq__load(&q->state, relaxed), n;
-    bool enqueue, drop_barrier_ref;
+    bool resume, drop_barrier_ref;
     for (;;) {
         n = s - CQ__QS_WIDTH_ONE;
-        enqueue = drop_barrier_ref = false;
+        resume = drop_barrier_ref = false;
         if (CQ__QS_WIDTH(n) == 0 && (n & CQ__QS_BARRIER_WAIT)) {
             /* the drainer is waiting for us: the barrier may run now */
             n &= ~CQ__QS_BARRIER_WAIT;
@@ -234,18 +258,19 @@ void cq__queue_release_width(struct cq_queue_s *q)
                 n |= CQ__QS_DIRTY;
                 drop_barrier_ref = true;
             } else {
-                n |= CQ__QS_ENQUEUED; /* BARRIER_WAIT's reference moves to ENQUEUED */
-                enqueue = true;
+                n |= CQ__QS_LOCK; /* BARRIER_WAIT's reference moves to LOCK */
+                resume = true;
             }
         }
         /* release: the task's effects happen-before the barrier (acquire at drain start); pairs
-         * with the barrier's acquire load in concurrent_drain (queue_drain.c) */
+         * with the barrier's acquire load in concurrent_drain (queue_drain.c). acquire: the
+         * other tasks' effects happen-before the barrier this thread may hand q to. */
         if (cq__cas_weak(&q->state, &s, n, acq_rel)) {
             break;
         }
     }
-    if (enqueue) {
-        cq__queue_enqueue_on_target(q, CQ__PUSH_TAIL);
+    if (resume) {
+        barrier_resume(q);
     }
     if (drop_barrier_ref) {
         cq__ref_release(&q->obj);

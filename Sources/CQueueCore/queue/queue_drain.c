@@ -9,6 +9,47 @@
 #include "queue/sync_internal.h"
 #include "scheduler/pool_internal.h"
 
+static inline void handoff_to_waiter(struct cq__item *it)
+{
+    struct cq__sync_waiter *w = (struct cq__sync_waiter *)it;
+    w->drain_ref = true; /* the waiter now owns LOCK and the reference it holds */
+    cq__event_signal(&w->event);
+}
+
+/*
+ * q goes onto its target for a drain of `it` with syncs waiting behind it. A wait behind
+ * another keeps its proc (cq__event_wait_behind), so with every proc kept so, no worker would
+ * come, and a drain queued behind many tasks that all wait for q came last: tasks that each
+ * queue work on a serial queue and then sync onto it hung at the thread limit. So the first
+ * sync waiter in the list is handed q to run the items ahead of it itself if it holds no
+ * queue (cq__queue_sync_drain_first); any other is nudged to hand its proc on for the drain.
+ */
+bool cq__queue_pass_to_waiter(struct cq_queue_s *q, struct cq__item *it)
+{
+    if (cq__load(&q->sync_waiters, relaxed) == 0) {
+        return false;
+    }
+    while (it != NULL && it->kind != CQ__ITEM_SYNC_WAITER) {
+        /* acquire: pairs with the producer's release store linking it->next (a link not stored
+         * yet ends the walk: its waiter came after the others) */
+        it = cq__load(&it->next, acquire);
+    }
+    if (it == NULL) {
+        return false;
+    }
+    struct cq__sync_waiter *w = (struct cq__sync_waiter *)it;
+    /* q is held: its target is fixed. A queue on another queue runs only inside that one's
+     * drain, which the waiter does not hold. */
+    if (q->kind == CQ__QUEUE_SERIAL && w->can_drain &&
+        cq__queue_target(q)->kind == CQ__QUEUE_ROOT) {
+        w->drain_first = true;
+        handoff_to_waiter(it); /* LOCK and its reference; the waiter stays in the list */
+        return true;
+    }
+    cq__event_nudge(&w->event);
+    return false;
+}
+
 /*
  * Called by a drainer that found the list empty, or must stop. Returns false if it should go
  * on draining (new items arrived and it may continue); otherwise the queue was unlocked.
@@ -30,15 +71,12 @@ static bool drain_finish(struct cq_queue_s *q, bool may_continue)
             }
         }
     }
+    if (!may_continue && !(cq__load(&q->state, relaxed) & CQ__QS_SUSPEND_MASK) &&
+        cq__queue_pass_to_waiter(q, cq__mpsc_peek(&q->tail, &q->head))) {
+        return true;
+    }
     cq__queue_unlock_drained(q);
     return true;
-}
-
-static inline void handoff_to_waiter(struct cq__item *it)
-{
-    struct cq__sync_waiter *w = (struct cq__sync_waiter *)it;
-    w->drain_ref = true; /* the waiter now owns LOCK and the reference it holds */
-    cq__event_signal(&w->event);
 }
 
 CQ_INLINE void serial_drain(struct cq_queue_s *q)
@@ -150,6 +188,89 @@ static void concurrent_drain(struct cq_queue_s *q)
             return;
         }
     }
+}
+
+/*
+ * A barrier sync (or a sync through a chain) leaving a concurrent queue with syncs waiting
+ * behind it let the queue go onto its target, where a worker's drain let them in: with every
+ * thread waiting in those syncs (readers and writers of a queue through sync and barrier
+ * sync, at the thread limit) no worker came, and the process hung. The leaving sync lets them
+ * in itself, as concurrent_drain does, and leaves anything else to a drain.
+ */
+bool cq__queue_sync_pass_on(struct cq_queue_s *q)
+{
+    for (;;) {
+        if (cq__load(&q->state, relaxed) & CQ__QS_SUSPEND_MASK) {
+            return false;
+        }
+        struct cq__item *it = cq__mpsc_peek(&q->tail, &q->head);
+        if (it == NULL || it->kind != CQ__ITEM_SYNC_WAITER) {
+            return false;
+        }
+        if (it->flags & CQ__ITEM_BARRIER) {
+            uint64_t s = cq__load(&q->state, relaxed);
+            while (CQ__QS_WIDTH(s) != 0) {
+                /* The readers let in run: the last one hands q to the barrier (barrier_resume
+                 * in queue.c). LOCK's reference moves to BARRIER_WAIT. release: pairs with
+                 * release_width's acquire. */
+                uint64_t n = (s & ~(CQ__QS_LOCK | CQ__QS_DIRTY)) | CQ__QS_BARRIER_WAIT;
+                if (cq__cas_weak(&q->state, &s, n, acq_rel)) {
+                    return true;
+                }
+            }
+            /* acquire: pairs with the release of the last width holder */
+            (void)cq__load(&q->state, acquire);
+            cq__mpsc_pop(&q->tail, &q->head);
+            cq__queue_count_pop(q);
+            handoff_to_waiter(it);
+            return true;
+        }
+        cq__mpsc_pop(&q->tail, &q->head);
+        cq__queue_count_pop(q);
+        uint64_t s = cq__add(&q->state, CQ__QS_WIDTH_ONE, relaxed);
+        if (CQ__QS_WIDTH(s) == 0) {
+            cq__ref_retain(&q->obj); /* the reference WIDTH > 0 holds */
+        }
+        cq__event_signal(&((struct cq__sync_waiter *)it)->event); /* runs with width */
+    }
+}
+
+/* The sync waiter `mine` was handed q (LOCK and its reference) by cq__queue_pass_to_waiter to
+ * run the items ahead of it first: it runs them on its thread (which holds no queue but global
+ * ones) with q's frame alone, as a worker's drain shows them. */
+bool cq__queue_sync_drain_first(struct cq_queue_s *q, struct cq__item *mine)
+{
+    struct cq__sync_waiter *w = (struct cq__sync_waiter *)mine;
+    w->drain_first = false;
+    struct cq__frame *caller = cq__tls.frame;
+    cq__tls.frame = NULL;
+    struct cq__frame f;
+    cq__frame_push(&f, q, true);
+    bool held = false;
+    for (;;) {
+        struct cq__item *it = cq__mpsc_pop(&q->tail, &q->head);
+        if (it == mine) {
+            cq__queue_count_pop(q);
+            held = true;
+            break;
+        }
+        if (it != NULL) {
+            cq__queue_count_pop(q);
+            cq__item_invoke(it); /* not a sync waiter: `mine` is the list's first */
+        }
+        if (it == NULL || cq__unlikely(q->retargeted) ||
+            (cq__load(&q->state, relaxed) & CQ__QS_SUSPEND_MASK)) {
+            /* let q go (the next items run on the new target, or after the resume) and wait to
+             * be handed it again: re-armed first */
+            q->retargeted = false;
+            cq__event_init(&w->event);
+            cq__queue_unlock(q, true);
+            break;
+        }
+    }
+    cq__frame_pop(&f);
+    cq__tls.frame = caller;
+    return held;
 }
 
 void cq__queue_drain(struct cq_queue_s *q)

@@ -74,7 +74,8 @@ struct cq_queue_s {
     struct cq_queue_s *reg_prev, *reg_next;  /* live-queue list (queue_registry.c), its lock */
     /* producers */
     struct cq__item *_Atomic tail CQ_CACHE_ALIGNED;
-    _Atomic uint64_t pushed; /* items ever put in the list (introspection: queued) */
+    _Atomic uint64_t pushed;       /* items ever put in the list (introspection: queued) */
+    _Atomic uint32_t sync_waiters; /* syncs waiting for the queue (see sync_acquire) */
     /* the drainer, and producers on empty->non-empty transitions */
     _Atomic uint64_t state CQ_CACHE_ALIGNED;
     struct cq__item *_Atomic head;
@@ -181,6 +182,20 @@ CQ_INTERNAL unsigned cq__queue_root_prio(struct cq_queue_s *q);
 
 /* Drains q (called for a CQ__ITEM_QUEUE item by whoever popped it). */
 CQ_INTERNAL void cq__queue_drain(struct cq_queue_s *q);
+/* The holder of concurrent queue q (its LOCK and the reference LOCK holds), a sync about to let
+ * q go, lets in the sync waiters at the head of the list as a drain would (queue_drain.c).
+ * Returns true if q is no longer the caller's (handed to a barrier sync, or waiting for its
+ * readers to let a barrier sync in); false: the caller unlocks q. */
+CQ_INTERNAL bool cq__queue_sync_pass_on(struct cq_queue_s *q);
+/* q, held by the caller (its LOCK and the reference LOCK holds; its list's one consumer) and
+ * about to go onto its target for a drain of `it`, its first item: hands q to the first sync
+ * waiter in its list to run that drain itself if it can (true: q is no longer the caller's),
+ * else nudges that waiter (false: the caller unlocks q). queue_drain.c. */
+CQ_INTERNAL bool cq__queue_pass_to_waiter(struct cq_queue_s *q, struct cq__item *it);
+/* The sync waiter `mine`, handed q with drain_first, runs the items ahead of it. Returns true
+ * if it now holds q; false if it let q go (suspended, retargeted: its event re-armed first)
+ * and must wait to be handed q again. queue_drain.c. */
+CQ_INTERNAL bool cq__queue_sync_drain_first(struct cq_queue_s *q, struct cq__item *mine);
 /* Hands an item that now holds one unit of q's width to q's target (queue.c; the concurrent
  * drain uses it). */
 CQ_INTERNAL void cq__queue_redirect(struct cq_queue_s *q, struct cq__item *it, unsigned flags);

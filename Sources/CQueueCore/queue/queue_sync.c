@@ -48,8 +48,59 @@ static void wait_on_main_thread(struct cq__sync_waiter *w)
     }
 }
 
-/* Takes q for a sync; returns whether the caller now holds the drain's reference. */
-static bool sync_acquire(struct cq_queue_s *q, bool exclusive, bool barrier)
+static bool sync_hand_to_next_waiter(struct cq_queue_s *q, bool drain_ref);
+static void sync_let_go(struct cq_queue_s *q);
+
+/*
+ * A sync waiter's push found q's list empty, and q is neither held nor due for a drain: its
+ * holder let it go after this waiter's attempt to take it failed, or (a concurrent queue) this
+ * is a barrier sync waiting for the syncs inside. Take q as a drain would and let its first
+ * waiters in (this one, unless another pushed first), instead of putting q on its target:
+ * a drain there needs a free worker, and a process whose threads all wait in syncs (at the
+ * thread limit, or with every worker waiting behind another waiter: cq__event_wait_behind)
+ * has none. Tasks that took turns at a queue through sync hung there for good. Otherwise (q
+ * held or due for a drain, suspended, the main queue) as any push.
+ */
+static void sync_waiter_wakeup(struct cq_queue_s *q)
+{
+    if ((q->kind != CQ__QUEUE_SERIAL && q->kind != CQ__QUEUE_CONCURRENT) || q == &cq__main_queue) {
+        cq__queue_wakeup(q, CQ__PUSH_TAIL);
+        return;
+    }
+    uint64_t s = cq__load(&q->state, relaxed);
+    for (;;) {
+        if (s & (CQ__QS_LOCK | CQ__QS_ENQUEUED | CQ__QS_BARRIER_WAIT | CQ__QS_SUSPEND_MASK)) {
+            cq__queue_wakeup(q, CQ__PUSH_TAIL); /* the holder or the drain due finds it */
+            return;
+        }
+        /* acquire: pairs with the previous owner's release (its unlock) */
+        if (cq__cas_weak(&q->state, &s, (s & ~CQ__QS_DIRTY) | CQ__QS_LOCK, acquire)) {
+            break;
+        }
+    }
+    cq__ref_retain(&q->obj); /* LOCK's reference, as a drain holds it */
+    sync_let_go(q);
+}
+
+/* Whether the calling thread runs on no queue but a global one (a task of a global queue, or
+ * no task at all). */
+static bool holds_no_queue(void)
+{
+    if (cq__tls.help_depth != 0) {
+        return false; /* a task helped by a waiter: the waiter's queues are below it */
+    }
+    for (struct cq__frame *f = cq__tls.frame; f; f = f->prev) {
+        if (f->queue->kind != CQ__QUEUE_ROOT) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Takes q for a sync; returns whether the caller now holds the drain's reference. `outer`:
+ * the level the caller asked for, with no queue held (it may run the items ahead of it: see
+ * cq__queue_pass_to_waiter). */
+static bool sync_acquire(struct cq_queue_s *q, bool exclusive, bool barrier, bool outer)
 {
     if (exclusive ? cq__queue_try_lock(q) : cq__queue_try_acquire_width(q)) {
         return false;
@@ -58,15 +109,39 @@ static bool sync_acquire(struct cq_queue_s *q, bool exclusive, bool barrier)
     cq__item_init(&w.item, CQ__ITEM_SYNC_WAITER, barrier ? CQ__ITEM_BARRIER : 0);
     cq__event_init(&w.event);
     w.drain_ref = false;
+    w.drain_first = false;
+    w.can_drain = outer && q->kind == CQ__QUEUE_SERIAL && q != &cq__main_queue;
+    bool others = cq__add(&q->sync_waiters, 1, relaxed) != 0;
     cq__queue_count_push(q);
     if (cq__mpsc_push(&q->tail, &q->head, &w.item, &w.item)) {
-        cq__queue_wakeup(q, CQ__PUSH_TAIL);
+        sync_waiter_wakeup(q);
     }
+    /* Another sync waits for q already and q is held (by a drain or a sync, or its readers
+     * let a barrier in when they leave): this waiter waits behind the other and keeps its
+     * worker's CPU (cq__event_wait_behind); the holder moves things on without a new thread,
+     * or nudges the first waiter when it puts q on its target (sync_let_go). A queue due for
+     * a drain needs a worker: then, as the first waiter, the wait hands its CPU to a spare
+     * while work waits. */
+    uint64_t s = cq__load(&q->state, relaxed);
+    bool behind = others && (s & (CQ__QS_LOCK | CQ__QS_BARRIER_WAIT)) &&
+                  !(s & (CQ__QS_ENQUEUED | CQ__QS_SUSPEND_MASK));
     if (q == &cq__main_queue && cq__is_main_thread()) {
         wait_on_main_thread(&w);
     } else {
-        cq__event_wait(&w.event);
+        for (;;) {
+            if (behind) {
+                cq__event_wait_behind(&w.event);
+            } else {
+                cq__event_wait(&w.event);
+            }
+            /* Handed q to run the items ahead of this waiter first (cq__queue_pass_to_waiter):
+             * when they have run it holds q, unless it had to let q go (its event re-armed). */
+            if (!w.drain_first || cq__queue_sync_drain_first(q, &w.item)) {
+                break;
+            }
+        }
     }
+    cq__sub(&q->sync_waiters, 1, relaxed); /* the caller's reference keeps q */
     return w.drain_ref;
 }
 
@@ -103,12 +178,64 @@ static bool sync_hand_to_next_waiter(struct cq_queue_s *q, bool drain_ref)
     return true;
 }
 
+/*
+ * A sync lets q go (holding its LOCK and the reference LOCK holds): hands q to the sync
+ * waiters first in its list as a drain would (a serial queue's next waiter; a concurrent
+ * queue's readers, then its next barrier sync), and unlocks it only when its list is empty or
+ * starts with something a drain must run. Unlocking with a waiter first in the list put q on
+ * its target, whose drain needs a free worker, which a process whose threads all wait in syncs
+ * does not have; a waiter pushing itself while this runs (setting DIRTY) is let in here.
+ */
+static void sync_let_go(struct cq_queue_s *q)
+{
+    bool ours =
+        (q->kind == CQ__QUEUE_SERIAL || q->kind == CQ__QUEUE_CONCURRENT) && q != &cq__main_queue;
+    while (ours) {
+        bool passed = q->kind == CQ__QUEUE_SERIAL ? sync_hand_to_next_waiter(q, true)
+                                                  : cq__queue_sync_pass_on(q);
+        if (passed) {
+            return;
+        }
+        uint64_t s = cq__load(&q->state, relaxed);
+        if (s & CQ__QS_SUSPEND_MASK) {
+            break; /* resume enqueues it */
+        }
+        if (s & CQ__QS_DIRTY) {
+            /* acquire: pairs with the pusher's release when it set DIRTY */
+            (void)cq__cas_weak(&q->state, &s, s & ~CQ__QS_DIRTY, acquire);
+            continue; /* look at the list again */
+        }
+        if (!cq__queue_list_empty(q)) {
+            struct cq__item *it = cq__mpsc_peek(&q->tail, &q->head);
+            if (it != NULL && it->kind == CQ__ITEM_SYNC_WAITER) {
+                continue; /* a waiter pushed since the hand-off looked */
+            }
+            if (cq__queue_pass_to_waiter(q, it)) {
+                return;
+            }
+            break; /* work for a drain */
+        }
+        /* Empty and clean: let go. A waiter that pushes after this finds q free (see
+         * sync_waiter_wakeup); one that pushed before set DIRTY, failing the CAS.
+         * release: everything done under the lock happens-before the next owner's acquire */
+        if (cq__cas(&q->state, &s, s & ~CQ__QS_LOCK, release)) {
+            cq__ref_release(&q->obj);
+            return;
+        }
+    }
+    cq__queue_unlock(q, true);
+}
+
 static void sync_release(struct cq_queue_s *q, bool exclusive, bool drain_ref)
 {
     if (exclusive) {
-        if ((drain_ref || !cq__queue_try_unlock(q)) && !sync_hand_to_next_waiter(q, drain_ref)) {
-            cq__queue_unlock(q, drain_ref);
+        if (!drain_ref) {
+            if (cq__queue_try_unlock(q)) {
+                return;
+            }
+            cq__ref_retain(&q->obj); /* as a drain holds LOCK */
         }
+        sync_let_go(q);
     } else {
         cq__queue_release_width(q);
     }
@@ -145,7 +272,7 @@ static void sync_level(struct cq_queue_s *q, bool barrier, void *ctx, cq_functio
 {
     bool exclusive = barrier || cq__queue_is_exclusive(q);
     check_deadlock(q, exclusive, requested, call);
-    bool drain_ref = sync_acquire(q, exclusive, barrier);
+    bool drain_ref = sync_acquire(q, exclusive, barrier, upper == NULL && holds_no_queue());
     struct cq__frame f = {.queue = q, .exclusive = exclusive, .prev = NULL};
     if (upper) {
         upper->prev = &f;
@@ -205,9 +332,8 @@ static CQ_NOINLINE void sync_not_on_root(cq_queue_t q, void *ctx, cq_function_t 
 
 static CQ_NOINLINE void sync_unlock_slow(cq_queue_t q)
 {
-    if (!sync_hand_to_next_waiter(q, false)) {
-        cq__queue_unlock(q, false);
-    }
+    cq__ref_retain(&q->obj); /* as a drain holds LOCK */
+    sync_let_go(q);
 }
 
 /*

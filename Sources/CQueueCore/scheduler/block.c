@@ -11,6 +11,21 @@
 
 #include "scheduler/thread_internal.h"
 
+/* The calling thread sleeps and keeps its proc p (already marked not running): the item in
+ * p's LIFO slot, which thieves cannot take from a proc that is not running, moves to p's ring,
+ * and an idle worker is told about waiting work. */
+static void sleep_with_proc(struct cq__proc *p)
+{
+    struct cq__item *pinned = cq__pool_lifo_take(p);
+    if (pinned) {
+        cq__pool_ring_push(p, pinned);
+        cq__fence(seq_cst); /* store-load: the ring's tail before the idle word; pairs with the
+                               parker's seq_cst idle-word update, fence and re-check
+                               (cq__pool_park in park.c) */
+    }
+    cq__pool_notify_prio(p->main_level);
+}
+
 void cq__pool_block_begin(struct cq__block *blk)
 {
     struct cq__thread *t = cq__tls.thread;
@@ -25,6 +40,13 @@ void cq__pool_block_begin(struct cq__block *blk)
     }
     struct cq__band *b = &cq__pool.band[p->band];
     cq__store(&p->running, 0, relaxed);
+    if (blk->keep_proc) {
+        /* Behind another waiter (cq__event_wait_behind): a spare would most likely take a task
+         * that waits behind it too. The monitor adds a proc, slowly, if work waits long. */
+        cq__store(&p->kept, 1, relaxed);
+        sleep_with_proc(p);
+        return;
+    }
     t->proc = NULL;
     cq__tls.proc = NULL;
     bool work = cq__pool_proc_has_work(p) || cq__pool_band_work_waiting(p->band);
@@ -53,15 +75,8 @@ void cq__pool_block_begin(struct cq__block *blk)
         pthread_mutex_unlock(&cq__pool.lock);
         t->proc = p;
         cq__tls.proc = p;
-        struct cq__item *pinned = cq__pool_lifo_take(p);
-        if (pinned) {
-            cq__pool_ring_push(p, pinned);
-            cq__fence(seq_cst); /* store-load: the ring's tail before the idle word; pairs with the
-                                   parker's seq_cst idle-word update, fence and re-check
-                                   (cq__pool_park in park.c) */
-        }
         cq__pool_note_limit_reached();
-        cq__pool_notify_prio(p->main_level);
+        sleep_with_proc(p);
         return;
     }
     p->thread = NULL;
@@ -82,6 +97,10 @@ void cq__pool_block_end(struct cq__block *blk)
     }
     cq__sub(&cq__pool.blocked, 1, relaxed);
     struct cq__thread *t = cq__tls.thread;
+    if (t->proc != NULL && cq__load(&t->proc->kept, relaxed)) {
+        cq__store(&t->proc->kept, 0, relaxed);
+        cq__store(&t->proc->running, 1, relaxed); /* its task goes on */
+    }
     if (t->proc == NULL) {
         cq__pool_acquire_proc(t,
                               false); /* take an idle proc if there is one; otherwise run without */

@@ -32,6 +32,7 @@
 #include "platform/diag_internal.h"
 #include "platform/parker_internal.h"
 #include "platform/thread_start_internal.h"
+#include "platform/time_internal.h"
 #include "scheduler/pool_internal.h"
 
 #define TICK_NS 1000000L
@@ -47,6 +48,39 @@
 #define LIMITED_RECHECK_TICKS 8u
 
 static bool limited; /* the last tick could not add a thread for a blocked one (the limit) */
+
+/* A runtime wait queued behind another thread's wait for the same thing keeps its proc
+ * (cq__event_wait_behind, block.c): tasks that take turns at a serial queue through sync
+ * wait behind one another, and handing each waiter's CPU to a spare made one thread per
+ * waiting task. Such waits end without new threads as long as the thing waited for moves on,
+ * which needs none in the common case (the holder runs, or is compensated as any other wait).
+ * Where it does need one (a serial queue whose next item is not a sync, say, with every proc
+ * kept by waiters), the monitor adds a proc while work waits behind kept procs: the first after
+ * KEPT_FIRST_NS, each next one after twice the wait before it, up to KEPT_GAP_MAX_NS, until a
+ * tick finds no proc kept. Tasks that wait behind one another for a second thus get ~9 extra
+ * threads, not one each; libdispatch, whose workqueue adds threads slowly, had 4-7. */
+#define KEPT_FIRST_NS 2000000ll
+#define KEPT_GAP_MAX_NS 1000000000ll
+static int64_t kept_gap_ns; /* 0: no proc kept on the last tick */
+static uint64_t kept_due_ns;
+
+/* A band has work waiting and procs kept by waits behind other waits: whether to add a proc
+ * for them now (see KEPT_FIRST_NS). */
+static bool kept_proc_due(void)
+{
+    uint64_t now = cq__now_ns();
+    if (kept_gap_ns == 0) {
+        kept_gap_ns = KEPT_FIRST_NS;
+        kept_due_ns = now + (uint64_t)kept_gap_ns;
+        return false;
+    }
+    if (now < kept_due_ns) {
+        return false;
+    }
+    kept_gap_ns = kept_gap_ns * 2 < KEPT_GAP_MAX_NS ? kept_gap_ns * 2 : KEPT_GAP_MAX_NS;
+    kept_due_ns = now + (uint64_t)kept_gap_ns;
+    return true;
+}
 
 static _Atomic uint32_t active; /* futex: 0 asleep, 1 kicked / running */
 static _Atomic bool missing;    /* its thread could not be started: kicks try again */
@@ -161,11 +195,12 @@ static bool thread_sleeps(pid_t tid)
 }
 
 /* Looks at the procs of one band whose work waits; returns how many are blocked. Sets
- * *could_not_add if it needed a thread that it could not add. */
-static uint32_t tick_band(unsigned band, bool *could_not_add)
+ * *could_not_add if it needed a thread that it could not add, and adds the procs kept by
+ * waits behind other waits to *kept. */
+static uint32_t tick_band(unsigned band, bool *could_not_add, uint32_t *kept)
 {
     bool busy = false;
-    uint32_t blocked = 0;
+    uint32_t blocked = 0, kept_here = 0;
     uint32_t n = cq__pool_proc_count();
     for (uint32_t i = 0; i < n; i++) {
         struct cq__proc *p = cq__pool_proc_at(i);
@@ -173,6 +208,13 @@ static uint32_t tick_band(unsigned band, bool *could_not_add)
             continue;
         }
         uint32_t started = cq__load(&p->started, relaxed);
+        if (cq__load(&p->kept, relaxed)) {
+            kept_here++; /* asleep by design: see KEPT_FIRST_NS */
+            p->mon_started = started;
+            p->mon_ticks = 0;
+            p->mon_asleep = 0;
+            continue;
+        }
         if (!cq__load(&p->running, relaxed) || started != p->mon_started) {
             p->mon_started = started;
             p->mon_ticks = 0;
@@ -197,10 +239,15 @@ static uint32_t tick_band(unsigned band, bool *could_not_add)
             busy = true;
         }
     }
+    *kept += kept_here;
     if (blocked && cq__pool_band_saturated(band)) {
         /* Work waits and a CPU is idle because its task sleeps in the kernel: replace it. */
         *could_not_add |= !cq__pool_add_extra_proc(band);
-    } else if (blocked || busy) {
+    } else if (kept_here && cq__pool_band_saturated(band)) {
+        if (kept_proc_due()) {
+            *could_not_add |= !cq__pool_add_extra_proc(band);
+        }
+    } else if (blocked || busy || kept_here) {
         /* Work waits behind a long task: an idle worker can take it (stealing from the busy
          * one's ring). A busy task keeps its CPU to itself: more threads than CPUs would only
          * make the computing tasks take turns. */
@@ -216,12 +263,15 @@ static uint32_t tick_band(unsigned band, bool *could_not_add)
 static bool tick(void)
 {
     bool waiting = false, could_not_add = false;
-    uint32_t blocked = 0;
+    uint32_t blocked = 0, kept = 0;
     for (unsigned band = 0; band < CQ__BAND_COUNT; band++) {
         if (cq__pool_band_work_waiting(band)) {
             waiting = true;
-            blocked += tick_band(band, &could_not_add);
+            blocked += tick_band(band, &could_not_add, &kept);
         }
+    }
+    if (kept == 0) {
+        kept_gap_ns = 0; /* the next proc kept starts over at KEPT_FIRST_NS */
     }
     limited = could_not_add;
     cq__pool_set_blocked_in_tasks(blocked);

@@ -108,6 +108,8 @@ struct cq__proc {
                                  (who compare its low 32 bits), and cq_runtime_get_counters */
     _Atomic uint32_t running; /* 1 while the owner runs an item */
     _Atomic uint32_t retired; /* 1 while an extra proc is out of use */
+    _Atomic uint32_t kept;    /* 1 while its thread sleeps in a wait behind another waiter,
+                                 keeping it (cq__event_wait_behind; the monitor's slow path) */
     _Atomic pid_t tid;        /* the thread running it (for the monitor's CPU-time reads) */
     /* counters for cq_runtime_get_counters: written by the owner only (cq__pool_count), read
      * relaxed and summed by readers */

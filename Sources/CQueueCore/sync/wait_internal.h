@@ -70,7 +70,7 @@ CQ_INLINE intptr_t cq__wait(const struct cq__wait_ops *ops, void *ctx, cq_time_t
         }
         dl = NULL;
     }
-    struct cq__block block;
+    struct cq__block block = {.active = false, .keep_proc = false};
     cq__pool_block_begin(&block);
     intptr_t result = 0;
     for (;;) {
