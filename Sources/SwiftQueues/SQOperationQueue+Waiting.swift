@@ -2,10 +2,13 @@ extension SQOperationQueue {
     /// The body of ``waitUntilAllOperationsAreFinished()``.
     internal func waitUntilEmpty() {
         if SQOperationContext.currentOperationQueue() === self {
+            // A completion block runs while its operation is still in the queue.
+            let caller =
+                SQOperationContext.operationRunningCompletion() != nil
+                ? "the completion block of an operation" : "an operation"
             sqOperationMisuse(
-                "SQOperationQueue.waitUntilAllOperationsAreFinished(): called from an "
-                    + "operation of \(self), which cannot finish while it waits; that would wait "
-                    + "for ever")
+                "SQOperationQueue.waitUntilAllOperationsAreFinished(): called from \(caller) "
+                    + "of \(self), which cannot finish while it waits; that would wait for ever")
         }
         if state.withLock({ $0.count == 0 }) {
             return

@@ -272,7 +272,8 @@ final class SelfWaitingOperation: SQOperation, @unchecked Sendable {
             _ = done.wait(timeout: SQTime.now() + .seconds(60))
         }
         #expect(Self.message(result).contains(
-            "SQOperationQueue.waitUntilAllOperationsAreFinished(): called from an operation of"))
+            "SQOperationQueue.waitUntilAllOperationsAreFinished(): called from the completion "
+                + "block of an operation of"))
     }
 
     /// addOperations(_:waitUntilFinished: true) from an operation of a width-1 queue, into
