@@ -8,16 +8,16 @@
  * worker came: readers and writers through sync and barrier sync hung on every run (11 of 300
  * tasks done), tasks taking turns at a serial queue in some runs.
  *
- * With a limit of 8 threads (2 workers): readers and writers of a concurrent queue, a serial
- * queue used as a lock, and tasks that queue work with cq_async_f and then wait with cq_sync_f.
+ * With a limit of 8 threads (2 workers): readers and writers of a concurrent queue, and a
+ * serial queue used as a lock. (Tasks that queue work with cq_async_f and then wait with
+ * cq_sync_f still need a worker to drain that work, which at such a limit may not come:
+ * docs/design.md, "Waits behind other waits".)
  */
 #include "cq_test.h"
 
 #define RW_TASKS 300
 #define LOCK_TASKS 2000
 #define LOCK_ROUNDS 3
-#define MIXED_TASKS 16
-#define MIXED_ROUNDS 100
 
 static void spin_us(long us)
 {
@@ -112,40 +112,6 @@ static void test_serial_queue_as_lock(void)
     cq_release(lock_q);
 }
 
-/* ---- work queued, then a sync ----------------------------------------------------------------- */
-
-static cq_queue_t mixed_q;
-static long mixed_counter; /* only touched on mixed_q */
-
-static void mixed_increment(void *ctx)
-{
-    (void)ctx;
-    mixed_counter++;
-}
-
-static void mixed_task(void *ctx)
-{
-    (void)ctx;
-    for (int i = 0; i < MIXED_ROUNDS; i++) {
-        cq_async_f(mixed_q, NULL, mixed_increment);
-        cq_sync_f(mixed_q, NULL, mixed_increment);
-    }
-}
-
-static void test_async_then_sync(void)
-{
-    mixed_q = cq_queue_create("mixed", NULL);
-    cq_group_t g = cq_group_create();
-    for (int i = 0; i < MIXED_TASKS; i++) {
-        cq_group_async_f(g, cq_get_global_queue(0, 0), NULL, mixed_task);
-    }
-    WAIT_GROUP(g);
-    cq_sync_f(mixed_q, NULL, mixed_increment);
-    CHECK_EQ(mixed_counter, 2 * MIXED_TASKS * MIXED_ROUNDS + 1);
-    cq_release(g);
-    cq_release(mixed_q);
-}
-
 int main(void)
 {
     /* before the pool starts: 2 workers, and the least thread limit the runtime accepts
@@ -154,6 +120,5 @@ int main(void)
     setenv("CQ_THREAD_LIMIT", "8", 1);
     RUN(test_readers_and_writers);
     RUN(test_serial_queue_as_lock);
-    RUN(test_async_then_sync);
     TEST_MAIN_END();
 }
