@@ -232,16 +232,9 @@ static void unlock(struct cq_queue_s *q, bool drain_ref, unsigned push_flags);
  */
 static void barrier_resume(struct cq_queue_s *q)
 {
-    struct cq__item *it = cq__mpsc_peek(&q->tail, &q->head);
-    if (it != NULL && it->kind == CQ__ITEM_SYNC_WAITER && (it->flags & CQ__ITEM_BARRIER)) {
-        cq__mpsc_pop(&q->tail, &q->head);
-        cq__queue_count_pop(q);
-        struct cq__sync_waiter *w = (struct cq__sync_waiter *)it;
-        w->drain_ref = true; /* the waiter now owns LOCK and its reference */
-        cq__event_signal(&w->event);
-        return;
+    if (!cq__queue_sync_pass_on(q)) { /* with no width out, it hands q to a barrier sync */
+        unlock(q, true, 0);
     }
-    unlock(q, true, 0);
 }
 
 void cq__queue_release_width(struct cq_queue_s *q)

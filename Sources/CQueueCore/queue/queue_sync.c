@@ -48,7 +48,7 @@ static void wait_on_main_thread(struct cq__sync_waiter *w)
     }
 }
 
-static bool sync_hand_to_next_waiter(struct cq_queue_s *q, bool drain_ref);
+static bool sync_hand_to_next_waiter(struct cq_queue_s *q);
 static void sync_let_go(struct cq_queue_s *q);
 
 /*
@@ -63,7 +63,7 @@ static void sync_let_go(struct cq_queue_s *q);
  */
 static void sync_waiter_wakeup(struct cq_queue_s *q)
 {
-    if ((q->kind != CQ__QUEUE_SERIAL && q->kind != CQ__QUEUE_CONCURRENT) || q == &cq__main_queue) {
+    if (q->kind != CQ__QUEUE_SERIAL && q->kind != CQ__QUEUE_CONCURRENT) { /* not the main queue */
         cq__queue_wakeup(q, CQ__PUSH_TAIL);
         return;
     }
@@ -110,7 +110,7 @@ static bool sync_acquire(struct cq_queue_s *q, bool exclusive, bool barrier, boo
     cq__event_init(&w.event);
     w.drain_ref = false;
     w.drain_first = false;
-    w.can_drain = outer && q->kind == CQ__QUEUE_SERIAL && q != &cq__main_queue;
+    w.can_drain = outer && q->kind == CQ__QUEUE_SERIAL;
     bool others = cq__add(&q->sync_waiters, 1, relaxed) != 0;
     cq__queue_count_push(q);
     if (cq__mpsc_push(&q->tail, &q->head, &w.item, &w.item)) {
@@ -154,11 +154,12 @@ static bool sync_acquire(struct cq_queue_s *q, bool exclusive, bool barrier, boo
  * on a busy machine (two CPU hogs), every hand-off then waited for CPUs twice: 200,000 syncs
  * from 4 apply iterations took 0.3-16 s, or more than 30 s, where they take 10 ms
  * (test_queue_sync.c: test_sync_handoff_between_threads). Returns false (nothing done) if the
- * queue is suspended or its next item is anything else; the caller unlocks it as before.
+ * queue is suspended or its next item is anything else. The caller holds LOCK's reference,
+ * which goes to the waiter.
  */
-static bool sync_hand_to_next_waiter(struct cq_queue_s *q, bool drain_ref)
+static bool sync_hand_to_next_waiter(struct cq_queue_s *q)
 {
-    if (q->kind != CQ__QUEUE_SERIAL || q == &cq__main_queue || cq__queue_list_empty(q) ||
+    if (q->kind != CQ__QUEUE_SERIAL || cq__queue_list_empty(q) ||
         (cq__load(&q->state, relaxed) & CQ__QS_SUSPEND_MASK)) {
         return false;
     }
@@ -169,9 +170,6 @@ static bool sync_hand_to_next_waiter(struct cq_queue_s *q, bool drain_ref)
     }
     cq__mpsc_pop(&q->tail, &q->head);
     cq__queue_count_pop(q);
-    if (!drain_ref) {
-        cq__ref_retain(&q->obj); /* the waiter's, given back when it lets the queue go */
-    }
     struct cq__sync_waiter *w = (struct cq__sync_waiter *)it;
     w->drain_ref = true;
     cq__event_signal(&w->event); /* release: this thread's section happens-before the waiter's */
@@ -188,11 +186,9 @@ static bool sync_hand_to_next_waiter(struct cq_queue_s *q, bool drain_ref)
  */
 static void sync_let_go(struct cq_queue_s *q)
 {
-    bool ours =
-        (q->kind == CQ__QUEUE_SERIAL || q->kind == CQ__QUEUE_CONCURRENT) && q != &cq__main_queue;
-    while (ours) {
-        bool passed = q->kind == CQ__QUEUE_SERIAL ? sync_hand_to_next_waiter(q, true)
-                                                  : cq__queue_sync_pass_on(q);
+    while (q->kind == CQ__QUEUE_SERIAL || q->kind == CQ__QUEUE_CONCURRENT) {
+        bool passed =
+            q->kind == CQ__QUEUE_SERIAL ? sync_hand_to_next_waiter(q) : cq__queue_sync_pass_on(q);
         if (passed) {
             return;
         }
