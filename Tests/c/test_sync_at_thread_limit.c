@@ -8,10 +8,13 @@
  * worker came: readers and writers through sync and barrier sync hung on every run (11 of 300
  * tasks done), tasks taking turns at a serial queue in some runs.
  *
- * With a limit of 8 threads (2 workers): readers and writers of a concurrent queue, and a
- * serial queue used as a lock. (Tasks that queue work with cq_async_f and then wait with
- * cq_sync_f still need a worker to drain that work, which at such a limit may not come:
- * docs/design.md, "Waits behind other waits".)
+ * A sync that finds its queue due for a drain that has not started (tasks that queue work with
+ * cq_async_f, then wait for the queue with cq_sync_f) runs the work ahead of it itself rather
+ * than wait for a worker to drain it: with 400 such tasks, every thread up to the limit (255)
+ * waited for that drain and none was left to run it (4 of 4 runs hung).
+ *
+ * With a limit of 8 threads (2 workers): readers and writers of a concurrent queue, a serial
+ * queue used as a lock, and tasks that queue work on a serial queue and then sync onto it.
  */
 #include "cq_test.h"
 
@@ -112,6 +115,43 @@ static void test_serial_queue_as_lock(void)
     cq_release(lock_q);
 }
 
+/* ---- queueing work, then waiting for the queue ------------------------------------------------ */
+
+#define MIXED_TASKS 400
+#define MIXED_ROUNDS 20
+
+static cq_queue_t mixed_q;
+static long mixed_counter; /* only touched on mixed_q */
+
+static void mixed_increment(void *ctx)
+{
+    (void)ctx;
+    mixed_counter++;
+}
+
+static void mixed_task(void *ctx)
+{
+    (void)ctx;
+    for (int i = 0; i < MIXED_ROUNDS; i++) {
+        cq_async_f(mixed_q, NULL, mixed_increment);
+        cq_sync_f(mixed_q, NULL, mixed_increment);
+    }
+}
+
+static void test_async_then_sync(void)
+{
+    mixed_q = cq_queue_create("mixed", NULL);
+    cq_group_t g = cq_group_create();
+    for (int i = 0; i < MIXED_TASKS; i++) {
+        cq_group_async_f(g, cq_get_global_queue(0, 0), NULL, mixed_task);
+    }
+    WAIT_GROUP(g);
+    cq_sync_f(mixed_q, NULL, mixed_increment);
+    CHECK_EQ(mixed_counter, 2L * MIXED_TASKS * MIXED_ROUNDS + 1);
+    cq_release(g);
+    cq_release(mixed_q);
+}
+
 int main(void)
 {
     /* before the pool starts: 2 workers, and the least thread limit the runtime accepts
@@ -120,5 +160,6 @@ int main(void)
     setenv("CQ_THREAD_LIMIT", "8", 1);
     RUN(test_readers_and_writers);
     RUN(test_serial_queue_as_lock);
+    RUN(test_async_then_sync);
     TEST_MAIN_END();
 }

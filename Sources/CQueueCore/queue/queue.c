@@ -278,7 +278,9 @@ void cq__queue_enqueue_on_target(struct cq_queue_s *q, unsigned flags)
     if (q->kind == CQ__QUEUE_MAIN) {
         cq__main_wakeup();
     } else {
-        cq__queue_push(cq__queue_target(q), &q->item, flags);
+        struct cq_queue_s *tq = cq__queue_target(q);
+        cq__store(&q->enq_target, tq, relaxed); /* published by the push below */
+        cq__queue_push(tq, &q->item, flags);
     }
 }
 
@@ -307,7 +309,8 @@ void cq__queue_wakeup(struct cq_queue_s *q, unsigned flags)
             break;
         }
     }
-    if (n & CQ__QS_ENQUEUED) {
+    /* (LOCK with ENQUEUED, a sync waiter's: only DIRTY was set.) */
+    if ((n & CQ__QS_ENQUEUED) && !(s & CQ__QS_ENQUEUED)) {
         cq__ref_retain(&q->obj); /* the reference ENQUEUED holds */
         cq__queue_enqueue_on_target(q, flags | CQ__PUSH_WAKEUP);
     }
@@ -344,7 +347,9 @@ static void unlock(struct cq_queue_s *q, bool drain_ref, unsigned push_flags)
     for (;;) {
         bool items = (s & CQ__QS_DIRTY) || !cq__queue_list_empty(q);
         n = s & ~(CQ__QS_LOCK | CQ__QS_DIRTY);
-        if (items) {
+        /* ENQUEUED with LOCK: a sync waiter took q while q sat on its target (see
+         * queue_internal.h); that drain, still due, finds what is left. */
+        if (items && !(s & CQ__QS_ENQUEUED)) {
             n |= (s & CQ__QS_SUSPEND_MASK) ? CQ__QS_DIRTY : CQ__QS_ENQUEUED;
         }
         /* release: everything done under the lock happens-before the next owner's acquire; pairs
@@ -353,7 +358,7 @@ static void unlock(struct cq_queue_s *q, bool drain_ref, unsigned push_flags)
             break;
         }
     }
-    if (n & CQ__QS_ENQUEUED) {
+    if ((n & CQ__QS_ENQUEUED) && !(s & CQ__QS_ENQUEUED)) {
         if (!drain_ref) {
             cq__ref_retain(&q->obj);
         }

@@ -40,8 +40,9 @@ bool cq__queue_pass_to_waiter(struct cq_queue_s *q, struct cq__item *it)
     struct cq__sync_waiter *w = (struct cq__sync_waiter *)it;
     /* q is held: its target is fixed. A queue on another queue runs only inside that one's
      * drain, which the waiter does not hold. */
-    if (q->kind == CQ__QUEUE_SERIAL && w->can_drain &&
-        cq__queue_target(q)->kind == CQ__QUEUE_ROOT) {
+    struct cq_queue_s *tq = cq__queue_target(q);
+    if (q->kind == CQ__QUEUE_SERIAL && w->can_drain && tq->kind == CQ__QUEUE_ROOT &&
+        w->prio <= tq->prio) { /* and not on a thread of lower priority than q's */
         w->drain_first = true;
         handoff_to_waiter(it); /* LOCK and its reference; the waiter stays in the list */
         return true;
@@ -280,18 +281,32 @@ void cq__queue_drain(struct cq_queue_s *q)
         if (!(s & CQ__QS_ENQUEUED)) {
             return; /* spurious (the main run loop may signal twice) */
         }
-        if (s & CQ__QS_SUSPEND_MASK) {
+        if (s & CQ__QS_LOCK) {
+            /* a sync waiter took q meanwhile (sync_take_queued): its holder sees to the rest */
+            n = s & ~CQ__QS_ENQUEUED;
+        } else if (s & CQ__QS_SUSPEND_MASK) {
             n = (s & ~CQ__QS_ENQUEUED) | CQ__QS_DIRTY;
         } else {
             n = (s & ~(CQ__QS_ENQUEUED | CQ__QS_DIRTY)) | CQ__QS_LOCK;
         }
-        /* acquire: pairs with the pushers' and the previous owner's release */
-        if (cq__cas_weak(&q->state, &s, n, acquire)) {
+        /* acquire: pairs with the pushers' and the previous owner's release. release: when a
+         * sync waiter holds q, its unlock may put q's item on a list again once this clears
+         * ENQUEUED; this drain's pop of the item happens-before that (pairs with its acq_rel
+         * CAS in unlock, queue.c) */
+        if (cq__cas_weak(&q->state, &s, n, acq_rel)) {
             break;
         }
     }
-    if (!(n & CQ__QS_LOCK)) {
-        cq__ref_release(&q->obj); /* suspended: resume will enqueue it again */
+    if (!(n & CQ__QS_LOCK) || (s & CQ__QS_LOCK)) {
+        cq__ref_release(&q->obj); /* suspended (resume enqueues it again), or taken by a sync */
+        return;
+    }
+    if (cq__unlikely(cq__load(&q->enq_target, relaxed) != cq__queue_target(q)) &&
+        q->kind != CQ__QUEUE_MAIN) {
+        /* Retargeted by a sync waiter that held q while this drain was due (sync_take_queued
+         * in queue_sync.c): q's items belong on the new target now (its width, its
+         * priority); the unlock puts q there. */
+        cq__queue_unlock(q, true);
         return;
     }
     if (q->kind == CQ__QUEUE_CONCURRENT) {

@@ -5,6 +5,10 @@
  *   LOCK          drain ownership: held by the drainer, an uncontended sync / barrier sync, or a
  *                 sync waiter the drainer handed the queue to. Exclusive.
  *   ENQUEUED      the queue sits on its target (or the main thread's run loop), a drain is due.
+ *                 With LOCK (serial queues only): a sync waiter that holds no queue took the
+ *                 queue to run the items ahead of it (see sync_take_queued in queue_sync.c);
+ *                 the drain due, when it comes, only clears ENQUEUED, and an unlock before it
+ *                 leaves the rest to it instead of putting the queue on its target again.
  *   DIRTY         items may be in the list that nobody is responsible for yet: pushed while the
  *                 queue was locked (the unlocker re-checks) or suspended (resume enqueues).
  *   BARRIER_WAIT  concurrent only: the drainer found a barrier while tasks were in flight; the
@@ -79,6 +83,12 @@ struct cq_queue_s {
     /* the drainer, and producers on empty->non-empty transitions */
     _Atomic uint64_t state CQ_CACHE_ALIGNED;
     struct cq__item *_Atomic head;
+    /* The target q was last put on (ENQUEUED): written by whoever set ENQUEUED, read by the
+     * drain that item starts, holding LOCK (the push and pop order the two; relaxed atomic
+     * because a sync waiter's unlock may set ENQUEUED again after a drain it never
+     * synchronised with cleared it). Differs from `target` only when q, held by a sync waiter
+     * while that drain was due, was retargeted meanwhile (see cq__queue_drain). */
+    struct cq_queue_s *_Atomic enq_target;
     _Atomic uint64_t popped; /* items ever taken from the list; written by the drainer only */
 };
 

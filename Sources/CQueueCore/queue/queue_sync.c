@@ -97,6 +97,41 @@ static bool holds_no_queue(void)
     return true;
 }
 
+/* The priority (CQ__PRIO_*) of the global queue whose task the calling thread runs; a thread
+ * outside the pool counts as high. */
+static uint8_t caller_prio(void)
+{
+    struct cq__frame *f = cq__tls.frame;
+    while (f != NULL && f->prev != NULL) {
+        f = f->prev;
+    }
+    return f != NULL && f->queue->kind == CQ__QUEUE_ROOT ? f->queue->prio : CQ__PRIO_HIGH;
+}
+
+/*
+ * A sync waiter that holds no queue (its item pushed) found serial queue q due for a drain on
+ * its target and not held: takes q, leaving ENQUEUED set (see queue_internal.h), and hands it
+ * to the first sync waiter in the list to run the items ahead of it, itself or one that came
+ * before, as a holder letting q go would (cq__queue_pass_to_waiter). Waiting for that drain
+ * needs a free worker: tasks that each queue work on a serial queue and then sync onto it
+ * (the commonest way to flush a queue) each handed their CPU to a new thread while they waited,
+ * up to the thread limit, where no worker was left and they hung for good.
+ */
+static void sync_take_queued(struct cq_queue_s *q)
+{
+    uint64_t s = cq__load(&q->state, relaxed);
+    do {
+        if (!(s & CQ__QS_ENQUEUED) || (s & (CQ__QS_LOCK | CQ__QS_SUSPEND_MASK))) {
+            return;
+        }
+        /* acquire: pairs with the previous owner's release (its unlock) */
+    } while (!cq__cas_weak(&q->state, &s, s | CQ__QS_LOCK, acquire));
+    cq__ref_retain(&q->obj); /* LOCK's own: ENQUEUED keeps the drain's */
+    if (!cq__queue_pass_to_waiter(q, cq__mpsc_peek(&q->tail, &q->head))) {
+        cq__queue_unlock(q, true);
+    }
+}
+
 /* Takes q for a sync; returns whether the caller now holds the drain's reference. `outer`:
  * the level the caller asked for, with no queue held (it may run the items ahead of it: see
  * cq__queue_pass_to_waiter). */
@@ -111,10 +146,14 @@ static bool sync_acquire(struct cq_queue_s *q, bool exclusive, bool barrier, boo
     w.drain_ref = false;
     w.drain_first = false;
     w.can_drain = outer && q->kind == CQ__QUEUE_SERIAL;
+    w.prio = caller_prio();
     bool others = cq__add(&q->sync_waiters, 1, relaxed) != 0;
     cq__queue_count_push(q);
     if (cq__mpsc_push(&q->tail, &q->head, &w.item, &w.item)) {
         sync_waiter_wakeup(q);
+    }
+    if (w.can_drain) {
+        sync_take_queued(q);
     }
     /* Another sync waits for q already and q is held (by a drain or a sync, or its readers
      * let a barrier in when they leave): this waiter waits behind the other and keeps its
@@ -123,8 +162,7 @@ static bool sync_acquire(struct cq_queue_s *q, bool exclusive, bool barrier, boo
      * a drain needs a worker: then, as the first waiter, the wait hands its CPU to a spare
      * while work waits. */
     uint64_t s = cq__load(&q->state, relaxed);
-    bool behind = others && (s & (CQ__QS_LOCK | CQ__QS_BARRIER_WAIT)) &&
-                  !(s & (CQ__QS_ENQUEUED | CQ__QS_SUSPEND_MASK));
+    bool behind = others && (s & (CQ__QS_LOCK | CQ__QS_BARRIER_WAIT)) && !(s & CQ__QS_SUSPEND_MASK);
     if (q == &cq__main_queue && cq__is_main_thread()) {
         wait_on_main_thread(&w);
     } else {
