@@ -40,9 +40,8 @@ bool cq__queue_pass_to_waiter(struct cq_queue_s *q, struct cq__item *it)
     struct cq__sync_waiter *w = (struct cq__sync_waiter *)it;
     /* q is held: its target is fixed. A queue on another queue runs only inside that one's
      * drain, which the waiter does not hold. */
-    struct cq_queue_s *tq = cq__queue_target(q);
-    if (q->kind == CQ__QUEUE_SERIAL && w->can_drain && tq->kind == CQ__QUEUE_ROOT &&
-        w->prio <= tq->prio) { /* and not on a thread of lower priority than q's */
+    if (q->kind == CQ__QUEUE_SERIAL && w->can_drain &&
+        cq__queue_target(q)->kind == CQ__QUEUE_ROOT) {
         w->drain_first = true;
         handoff_to_waiter(it); /* LOCK and its reference; the waiter stays in the list */
         return true;

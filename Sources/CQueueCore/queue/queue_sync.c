@@ -97,17 +97,6 @@ static bool holds_no_queue(void)
     return true;
 }
 
-/* The priority (CQ__PRIO_*) of the global queue whose task the calling thread runs; a thread
- * outside the pool counts as high. */
-static uint8_t caller_prio(void)
-{
-    struct cq__frame *f = cq__tls.frame;
-    while (f != NULL && f->prev != NULL) {
-        f = f->prev;
-    }
-    return f != NULL && f->queue->kind == CQ__QUEUE_ROOT ? f->queue->prio : CQ__PRIO_HIGH;
-}
-
 /*
  * A sync waiter that holds no queue (its item pushed) found serial queue q due for a drain on
  * its target and not held: takes q, leaving ENQUEUED set (see queue_internal.h), and hands it
@@ -146,7 +135,6 @@ static bool sync_acquire(struct cq_queue_s *q, bool exclusive, bool barrier, boo
     w.drain_ref = false;
     w.drain_first = false;
     w.can_drain = outer && q->kind == CQ__QUEUE_SERIAL;
-    w.prio = caller_prio();
     bool others = cq__add(&q->sync_waiters, 1, relaxed) != 0;
     cq__queue_count_push(q);
     if (cq__mpsc_push(&q->tail, &q->head, &w.item, &w.item)) {
@@ -251,8 +239,11 @@ static void sync_let_go(struct cq_queue_s *q)
         }
         /* Empty and clean: let go. A waiter that pushes after this finds q free (see
          * sync_waiter_wakeup); one that pushed before set DIRTY, failing the CAS.
-         * release: everything done under the lock happens-before the next owner's acquire */
-        if (cq__cas(&q->state, &s, s & ~CQ__QS_LOCK, release)) {
+         * release: everything done under the lock happens-before the next owner's acquire.
+         * acquire: with ENQUEUED still set (a sync waiter took q while its drain was due), the
+         * drain that clears it may have run meanwhile; its use of q's item happens-before
+         * whoever puts the item on a list next, which reads this CAS's value */
+        if (cq__cas(&q->state, &s, s & ~CQ__QS_LOCK, acq_rel)) {
             cq__ref_release(&q->obj);
             return;
         }

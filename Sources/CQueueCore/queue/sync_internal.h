@@ -23,8 +23,6 @@ struct cq__sync_waiter {
                                items may run on its thread: cq__queue_pass_to_waiter) */
     bool drain_first;       /* written by the holder before the signal: the waiter was handed the
                                queue to run the items ahead of it first */
-    uint8_t prio;           /* written before the push: the priority (CQ__PRIO_*) of the global
-                               queue whose task the waiter runs */
     cq_function_t function; /* CQ__ITEM_EXEC_WAITER only */
     void *context;
     /* EXEC: frames of the queues the waiting thread holds on the main thread's behalf, pushed
