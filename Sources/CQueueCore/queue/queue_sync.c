@@ -242,7 +242,8 @@ static void sync_let_go(struct cq_queue_s *q)
          * release: everything done under the lock happens-before the next owner's acquire.
          * acquire: with ENQUEUED still set (a sync waiter took q while its drain was due), the
          * drain that clears it may have run meanwhile; its use of q's item happens-before
-         * whoever puts the item on a list next, which reads this CAS's value */
+         * whoever puts the item on a list next, which reads this CAS's value. Pairs with the
+         * drain start's acq_rel CAS (cq__queue_drain) and the next owner's acquire */
         if (cq__cas(&q->state, &s, s & ~CQ__QS_LOCK, acq_rel)) {
             cq__ref_release(&q->obj);
             return;
