@@ -300,8 +300,8 @@ void cq__queue_drain(struct cq_queue_s *q)
         cq__ref_release(&q->obj); /* suspended (resume enqueues it again), or taken by a sync */
         return;
     }
-    if (cq__unlikely(cq__load(&q->enq_target, relaxed) != cq__queue_target(q)) &&
-        q->kind != CQ__QUEUE_MAIN) {
+    if (q->kind != CQ__QUEUE_MAIN &&
+        cq__unlikely(cq__load(&q->enq_target, relaxed) != cq__queue_target(q))) {
         /* Retargeted by a sync waiter that held q while this drain was due (sync_take_queued
          * in queue_sync.c): q's items belong on the new target now (its width, its
          * priority); the unlock puts q there. */

@@ -143,8 +143,9 @@ static bool sync_acquire(struct cq_queue_s *q, bool exclusive, bool barrier, boo
     if (w.can_drain) {
         sync_take_queued(q);
     }
-    /* Another sync waits for q already and q is held (by a drain or a sync, or its readers
-     * let a barrier in when they leave): this waiter waits behind the other and keeps its
+    /* Another sync waits for q already and q is held (by a drain or a sync, also one that took
+     * q while its drain was due, LOCK beside ENQUEUED, or its readers let a barrier in when
+     * they leave): this waiter waits behind the other and keeps its
      * worker's CPU (cq__event_wait_behind); the holder moves things on without a new thread,
      * or nudges the first waiter when it puts q on its target (sync_let_go). A queue due for
      * a drain needs a worker: then, as the first waiter, the wait hands its CPU to a spare
