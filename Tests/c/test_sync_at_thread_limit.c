@@ -13,8 +13,13 @@
  * than wait for a worker to drain it: with 400 such tasks, every thread up to the limit (255)
  * waited for that drain and none was left to run it (4 of 4 runs hung).
  *
+ * A resume of a queue that syncs wait for lets them in itself rather than put the queue on its
+ * target for a worker's drain: with every thread up to the limit waiting at the suspended
+ * queue, none was left for that drain (hung on every run).
+ *
  * With a limit of 8 threads (2 workers): readers and writers of a concurrent queue, a serial
- * queue used as a lock, and tasks that queue work on a serial queue and then sync onto it.
+ * queue used as a lock, tasks that queue work on a serial queue and then sync onto it, and a
+ * serial and a concurrent queue resumed with syncs waiting.
  */
 #include "cq_test.h"
 
@@ -152,6 +157,105 @@ static void test_async_then_sync(void)
     cq_release(mixed_q);
 }
 
+/* ---- resuming a queue that syncs wait for ------------------------------------------------- */
+
+#define RESUME_TASKS 400
+
+static cq_queue_t resume_q;
+static long resume_serial_count; /* only touched on resume_q (serial) */
+static atomic_long resume_reads, resume_writes, resume_bad, resume_inside;
+
+static void resume_increment(void *ctx)
+{
+    (void)ctx;
+    resume_serial_count++;
+}
+
+static void resume_serial_task(void *ctx)
+{
+    if ((intptr_t)ctx % 2) {
+        cq_async_f(resume_q, NULL, resume_increment); /* work ahead of the waiters */
+    }
+    cq_sync_f(resume_q, NULL, resume_increment);
+}
+
+static void resume_read(void *ctx)
+{
+    (void)ctx;
+    atomic_fetch_add(&resume_inside, 1);
+    atomic_fetch_add(&resume_reads, 1);
+    atomic_fetch_sub(&resume_inside, 1);
+}
+
+static void resume_write(void *ctx)
+{
+    (void)ctx;
+    if (atomic_fetch_add(&resume_inside, 1) != 0) {
+        atomic_fetch_add(&resume_bad, 1);
+    }
+    atomic_fetch_add(&resume_writes, 1);
+    atomic_fetch_sub(&resume_inside, 1);
+}
+
+static void resume_concurrent_task(void *ctx)
+{
+    if ((intptr_t)ctx % 10 == 0) {
+        cq_barrier_sync_f(resume_q, NULL, resume_write);
+    } else {
+        cq_sync_f(resume_q, NULL, resume_read);
+    }
+}
+
+/* Waits until the pool has hit its thread limit since `hits` (every thread then waits at the
+ * suspended queue, and tasks are left over). */
+static void wait_for_limit(uint32_t hits)
+{
+    uint64_t deadline = cq_test_now_ns() + 60ull * 1000000000u;
+    struct cq_runtime_info info;
+    for (;;) {
+        cq_runtime_get_info(&info);
+        if (info.limit_reached > hits) {
+            return;
+        }
+        REQUIRE(cq_test_now_ns() < deadline);
+        usleep(1000);
+    }
+}
+
+/* Every thread up to the limit waits in a sync onto a suspended queue, then the queue is
+ * resumed: the resume lets the waiters in itself. It put the queue on its global queue for a
+ * drain, and no worker was left to run it (hung on every run). */
+static void run_resume_with_waiters(bool concurrent)
+{
+    resume_q = cq_queue_create("resumed", concurrent ? CQ_QUEUE_CONCURRENT : NULL);
+    cq_suspend(resume_q);
+    struct cq_runtime_info info;
+    cq_runtime_get_info(&info);
+    cq_group_t g = cq_group_create();
+    for (intptr_t i = 0; i < RESUME_TASKS; i++) {
+        cq_group_async_f(g, cq_get_global_queue(0, 0), (void *)i,
+                         concurrent ? resume_concurrent_task : resume_serial_task);
+    }
+    wait_for_limit(info.limit_reached);
+    cq_resume(resume_q);
+    WAIT_GROUP(g);
+    cq_release(g);
+}
+
+static void test_resume_with_waiters(void)
+{
+    run_resume_with_waiters(false);
+    cq_sync_f(resume_q, NULL, resume_increment);
+    CHECK_EQ(resume_serial_count, RESUME_TASKS + RESUME_TASKS / 2 + 1);
+    cq_release(resume_q);
+
+    run_resume_with_waiters(true);
+    CHECK_EQ(atomic_load(&resume_writes), RESUME_TASKS / 10);
+    CHECK_EQ(atomic_load(&resume_reads), RESUME_TASKS - RESUME_TASKS / 10);
+    CHECK_EQ(atomic_load(&resume_bad), 0);
+    cq_release(resume_q);
+}
+
 int main(void)
 {
     /* before the pool starts: 2 workers, and the least thread limit the runtime accepts
@@ -161,5 +265,6 @@ int main(void)
     RUN(test_readers_and_writers);
     RUN(test_serial_queue_as_lock);
     RUN(test_async_then_sync);
+    RUN(test_resume_with_waiters);
     TEST_MAIN_END();
 }

@@ -284,27 +284,30 @@ void cq__queue_enqueue_on_target(struct cq_queue_s *q, unsigned flags)
     }
 }
 
-void cq__queue_wakeup(struct cq_queue_s *q, unsigned flags)
+/* cq__queue_wakeup; with `take`, an idle q is taken (LOCK, returning true: the caller holds no
+ * reference for it yet) rather than put on its target. */
+static bool wakeup(struct cq_queue_s *q, unsigned flags, bool take)
 {
     uint64_t s = cq__load(&q->state, relaxed), n;
     for (;;) {
         if (s & CQ__QS_LOCK) {
             if (s & CQ__QS_DIRTY) {
-                return; /* the holder will look again anyway */
+                return false; /* the holder will look again anyway */
             }
             n = s | CQ__QS_DIRTY;
         } else if (s & (CQ__QS_ENQUEUED | CQ__QS_BARRIER_WAIT)) {
-            return; /* a drain is already due and will find the item */
+            return false; /* a drain is already due and will find the item */
         } else if (s & CQ__QS_SUSPEND_MASK) {
             if (s & CQ__QS_DIRTY) {
-                return;
+                return false;
             }
             n = s | CQ__QS_DIRTY;
         } else {
-            n = s | CQ__QS_ENQUEUED;
+            n = take ? (s & ~CQ__QS_DIRTY) | CQ__QS_LOCK : s | CQ__QS_ENQUEUED;
         }
         /* release: our list link happens-before the holder's acquire of this word; pairs with the
-         * drain start's acquire CAS (cq__queue_drain) and the LOCK holder's acquire */
+         * drain start's acquire CAS (cq__queue_drain) and the LOCK holder's acquire. acquire
+         * (taking LOCK): pairs with the previous owner's release (its unlock) */
         if (cq__cas_weak(&q->state, &s, n, acq_rel)) {
             break;
         }
@@ -314,6 +317,17 @@ void cq__queue_wakeup(struct cq_queue_s *q, unsigned flags)
         cq__ref_retain(&q->obj); /* the reference ENQUEUED holds */
         cq__queue_enqueue_on_target(q, flags | CQ__PUSH_WAKEUP);
     }
+    return (n & CQ__QS_LOCK) && !(s & CQ__QS_LOCK);
+}
+
+void cq__queue_wakeup(struct cq_queue_s *q, unsigned flags)
+{
+    (void)wakeup(q, flags, false);
+}
+
+bool cq__queue_wakeup_or_take(struct cq_queue_s *q)
+{
+    return wakeup(q, CQ__PUSH_TAIL, true);
 }
 
 void cq__queue_push(struct cq_queue_s *q, struct cq__item *it, unsigned flags)
@@ -434,6 +448,10 @@ static void queue_resume(struct cq__object *o)
     if (cq__object_is_immortal(o)) {
         return;
     }
+    /* Sync waiters are let in by this thread (cq__queue_resumed_with_waiters), not by a drain
+     * on the target, which needs a free worker. */
+    bool waiters = (q->kind == CQ__QUEUE_SERIAL || q->kind == CQ__QUEUE_CONCURRENT) &&
+                   cq__load(&q->sync_waiters, relaxed) != 0;
     uint64_t s = cq__load(&q->state, relaxed), n;
     for (;;) {
         if (cq__unlikely(!(s & CQ__QS_SUSPEND_MASK))) {
@@ -443,10 +461,10 @@ static void queue_resume(struct cq__object *o)
         n = s - CQ__QS_SUSPEND_ONE;
         if (!(n & CQ__QS_SUSPEND_MASK) && (n & CQ__QS_DIRTY) &&
             !(n & (CQ__QS_LOCK | CQ__QS_ENQUEUED | CQ__QS_BARRIER_WAIT))) {
-            n = (n & ~CQ__QS_DIRTY) | CQ__QS_ENQUEUED;
+            n = (n & ~CQ__QS_DIRTY) | (waiters ? CQ__QS_LOCK : CQ__QS_ENQUEUED);
         }
-        /* pairs with the drain start's acquire CAS when the resume enqueues the queue, and with
-         * other suspend/resume CASes */
+        /* pairs with the drain start's acquire CAS when the resume enqueues the queue, with the
+         * previous owner's release when it takes LOCK, and with other suspend/resume CASes */
         if (cq__cas_weak(&q->state, &s, n, acq_rel)) {
             break;
         }
@@ -454,6 +472,10 @@ static void queue_resume(struct cq__object *o)
     if ((n & CQ__QS_ENQUEUED) && !(s & CQ__QS_ENQUEUED)) {
         cq__ref_retain(&q->obj);
         cq__queue_enqueue_on_target(q, CQ__PUSH_TAIL);
+    } else if ((n & CQ__QS_LOCK) && !(s & CQ__QS_LOCK)) {
+        cq__queue_resumed_with_waiters(q, true);
+    } else if (waiters && !(n & CQ__QS_SUSPEND_MASK) && (n & CQ__QS_ENQUEUED)) {
+        cq__queue_resumed_with_waiters(q, false);
     }
 }
 

@@ -248,18 +248,18 @@ bool cq__queue_sync_drain_first(struct cq_queue_s *q, struct cq__item *mine)
     cq__frame_push(&f, q, true);
     bool held = false;
     for (;;) {
-        struct cq__item *it = cq__mpsc_pop(&q->tail, &q->head);
+        /* Checked before each item, the first too: q may have been suspended between the
+         * hand-off and this thread's wake-up, milliseconds on a busy machine. */
+        struct cq__item *it = NULL;
+        if (cq__likely(!q->retargeted) && !(cq__load(&q->state, relaxed) & CQ__QS_SUSPEND_MASK)) {
+            it = cq__mpsc_pop(&q->tail, &q->head);
+        }
         if (it == mine) {
             cq__queue_count_pop(q);
             held = true;
             break;
         }
-        if (it != NULL) {
-            cq__queue_count_pop(q);
-            cq__item_invoke(it); /* not a sync waiter: `mine` is the list's first */
-        }
-        if (it == NULL || cq__unlikely(q->retargeted) ||
-            (cq__load(&q->state, relaxed) & CQ__QS_SUSPEND_MASK)) {
+        if (it == NULL) {
             /* let q go (the next items run on the new target, or after the resume) and wait to
              * be handed it again: re-armed first */
             q->retargeted = false;
@@ -267,6 +267,8 @@ bool cq__queue_sync_drain_first(struct cq_queue_s *q, struct cq__item *mine)
             cq__queue_unlock(q, true);
             break;
         }
+        cq__queue_count_pop(q);
+        cq__item_invoke(it); /* not a sync waiter: `mine` is the list's first */
     }
     cq__frame_pop(&f);
     cq__tls.frame = caller;

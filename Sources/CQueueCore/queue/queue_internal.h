@@ -142,6 +142,9 @@ CQ_INTERNAL void cq__queue_push(struct cq_queue_s *q, struct cq__item *it, unsig
 /* After a push found q's list empty: get q drained (set ENQUEUED and push it to its target),
  * or leave a note (DIRTY) for whoever holds it. */
 CQ_INTERNAL void cq__queue_wakeup(struct cq_queue_s *q, unsigned flags);
+/* A sync waiter's wake-up (queue_sync.c): as cq__queue_wakeup, but an idle q is taken (LOCK;
+ * true: the caller holds no reference for it yet) instead of put on its target. */
+CQ_INTERNAL bool cq__queue_wakeup_or_take(struct cq_queue_s *q);
 
 /* Puts q (ENQUEUED, holding its reference) on its target or the main run loop. */
 CQ_INTERNAL void cq__queue_enqueue_on_target(struct cq_queue_s *q, unsigned flags);
@@ -206,6 +209,9 @@ CQ_INTERNAL bool cq__queue_pass_to_waiter(struct cq_queue_s *q, struct cq__item 
  * if it now holds q; false if it let q go (suspended, retargeted: its event re-armed first)
  * and must wait to be handed q again. queue_drain.c. */
 CQ_INTERNAL bool cq__queue_sync_drain_first(struct cq_queue_s *q, struct cq__item *mine);
+/* queue_resume's hand-off to sync waiters (queue_sync.c): `locked` if the resume took q
+ * (LOCK, no reference yet) instead of putting it on its target; else q is due for a drain. */
+CQ_INTERNAL void cq__queue_resumed_with_waiters(struct cq_queue_s *q, bool locked);
 /* Hands an item that now holds one unit of q's width to q's target (queue.c; the concurrent
  * drain uses it). */
 CQ_INTERNAL void cq__queue_redirect(struct cq_queue_s *q, struct cq__item *it, unsigned flags);

@@ -67,19 +67,13 @@ static void sync_waiter_wakeup(struct cq_queue_s *q)
         cq__queue_wakeup(q, CQ__PUSH_TAIL);
         return;
     }
-    uint64_t s = cq__load(&q->state, relaxed);
-    for (;;) {
-        if (s & (CQ__QS_LOCK | CQ__QS_ENQUEUED | CQ__QS_BARRIER_WAIT | CQ__QS_SUSPEND_MASK)) {
-            cq__queue_wakeup(q, CQ__PUSH_TAIL); /* the holder or the drain due finds it */
-            return;
-        }
-        /* acquire: pairs with the previous owner's release (its unlock) */
-        if (cq__cas_weak(&q->state, &s, (s & ~CQ__QS_DIRTY) | CQ__QS_LOCK, acquire)) {
-            break;
-        }
+    /* One CAS decides: a holder that lets q go between a look at the state and the wake-up's
+     * CAS left q idle, and the wake-up put it on its target (a concurrent queue's readers at
+     * the thread limit then hung: 1 run in 150). */
+    if (cq__queue_wakeup_or_take(q)) {
+        cq__ref_retain(&q->obj); /* LOCK's reference, as a drain holds it */
+        sync_let_go(q);
     }
-    cq__ref_retain(&q->obj); /* LOCK's reference, as a drain holds it */
-    sync_let_go(q);
 }
 
 /* Whether the calling thread runs on no queue but a global one (a task of a global queue, or
@@ -118,6 +112,26 @@ static void sync_take_queued(struct cq_queue_s *q)
     cq__ref_retain(&q->obj); /* LOCK's own: ENQUEUED keeps the drain's */
     if (!cq__queue_pass_to_waiter(q, cq__mpsc_peek(&q->tail, &q->head))) {
         cq__queue_unlock(q, true);
+    }
+}
+
+/*
+ * q was resumed with sync waiters in its list (queue.c: queue_resume). `locked`: the resume
+ * took q, as a drain would, instead of putting it on its target (the caller holds no reference
+ * for it yet); otherwise q was due for a drain when it was suspended, and still is. Either way
+ * the waiters are let in, or handed the items ahead of them, here: a drain needs a free
+ * worker, and syncs that wait behind one another keep their workers' CPUs. A queue suspended
+ * and resumed every few milliseconds under sync traffic ran only when the monitor added a
+ * worker, 2 ms or more after each resume: 48 tasks doing async then sync took 11 s in 2 of 8
+ * runs (libdispatch 2.5-3 s).
+ */
+void cq__queue_resumed_with_waiters(struct cq_queue_s *q, bool locked)
+{
+    if (locked) {
+        cq__ref_retain(&q->obj); /* LOCK's reference, as a drain holds it */
+        sync_let_go(q);
+    } else if (q->kind == CQ__QUEUE_SERIAL) {
+        sync_take_queued(q);
     }
 }
 
@@ -221,7 +235,7 @@ static void sync_let_go(struct cq_queue_s *q)
         }
         uint64_t s = cq__load(&q->state, relaxed);
         if (s & CQ__QS_SUSPEND_MASK) {
-            break; /* resume enqueues it */
+            break; /* the resume lets the waiters in (cq__queue_resumed_with_waiters) */
         }
         if (s & CQ__QS_DIRTY) {
             /* acquire: pairs with the pusher's release when it set DIRTY */
