@@ -17,9 +17,12 @@
  * target for a worker's drain: with every thread up to the limit waiting at the suspended
  * queue, none was left for that drain (hung on every run).
  *
+ * The same through a serial queue that targets another: a waiter that holds no queue drains
+ * the chain's top queue itself when the chain is due for a drain that no worker runs.
+ *
  * With a limit of 8 threads (2 workers): readers and writers of a concurrent queue, a serial
- * queue used as a lock, tasks that queue work on a serial queue and then sync onto it, and a
- * serial and a concurrent queue resumed with syncs waiting.
+ * queue used as a lock, tasks that queue work on a serial queue and then sync onto it (also
+ * through a chain), and a serial and a concurrent queue resumed with syncs waiting.
  */
 #include "cq_test.h"
 
@@ -157,6 +160,54 @@ static void test_async_then_sync(void)
     cq_release(mixed_q);
 }
 
+/* ---- the same through a chain of serial queues ------------------------------------------ */
+
+static cq_queue_t chain_outer, chain_inner; /* chain_inner targets chain_outer */
+static long chain_counts[2];                /* only touched on chain_outer (and so inner) */
+static atomic_long chain_inside, chain_overlap;
+
+static void chain_increment(void *ctx)
+{
+    if (atomic_fetch_add(&chain_inside, 1) != 0) {
+        atomic_fetch_add(&chain_overlap, 1);
+    }
+    chain_counts[(intptr_t)ctx]++;
+    atomic_fetch_sub(&chain_inside, 1);
+}
+
+static void chain_task(void *ctx)
+{
+    intptr_t which = (intptr_t)ctx % 2;
+    cq_queue_t q = which ? chain_inner : chain_outer;
+    for (int i = 0; i < MIXED_ROUNDS; i++) {
+        cq_async_f(q, (void *)which, chain_increment);
+        cq_sync_f(q, (void *)which, chain_increment);
+    }
+}
+
+/* Tasks that queue work and then sync, onto a serial queue that targets another serial queue
+ * and onto that one: with every thread waiting, both queues were due for a drain queued behind
+ * the waiting tasks, which no worker ran (stalled for good). A waiter that holds no queue
+ * drains the chain's top itself. */
+static void test_async_then_sync_through_a_chain(void)
+{
+    chain_outer = cq_queue_create("chain.outer", NULL);
+    chain_inner = cq_queue_create("chain.inner", NULL);
+    cq_set_target_queue(chain_inner, chain_outer);
+    cq_group_t g = cq_group_create();
+    for (intptr_t i = 0; i < MIXED_TASKS; i++) {
+        cq_group_async_f(g, cq_get_global_queue(0, 0), (void *)i, chain_task);
+    }
+    WAIT_GROUP(g);
+    cq_sync_f(chain_inner, (void *)1, chain_increment);
+    CHECK_EQ(chain_counts[0], 2L * MIXED_ROUNDS * (MIXED_TASKS / 2));
+    CHECK_EQ(chain_counts[1], 2L * MIXED_ROUNDS * (MIXED_TASKS / 2) + 1);
+    CHECK_EQ(atomic_load(&chain_overlap), 0);
+    cq_release(g);
+    cq_release(chain_inner);
+    cq_release(chain_outer);
+}
+
 /* ---- resuming a queue that syncs wait for ------------------------------------------------- */
 
 #define RESUME_TASKS 400
@@ -265,6 +316,7 @@ int main(void)
     RUN(test_readers_and_writers);
     RUN(test_serial_queue_as_lock);
     RUN(test_async_then_sync);
+    RUN(test_async_then_sync_through_a_chain);
     RUN(test_resume_with_waiters);
     TEST_MAIN_END();
 }

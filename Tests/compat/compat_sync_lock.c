@@ -8,7 +8,8 @@
  * task up to its limit (255), printed the limit message, and at the limit hung for good in the
  * reader/writer case (4 of 4 runs) and in the serial case (7 of 31); the third case ran on one
  * thread per task in some runs, and with 400 tasks hung at the limit in 4 of 4 runs
- * (libdispatch: 0.16 s on 9 threads).
+ * (libdispatch: 0.16 s on 9 threads). The fourth case is the third through a serial queue that
+ * targets another serial queue.
  */
 #include "compat_test.h"
 
@@ -210,10 +211,68 @@ static void test_async_then_sync(void)
     dispatch_release(mixed_q);
 }
 
+/* ---- the same through a chain of serial queues ------------------------------------------- */
+
+#define CHAIN_TASKS 400
+#define CHAIN_ROUNDS 20
+
+static dispatch_queue_t chain_outer, chain_inner; /* chain_inner targets chain_outer */
+static long chain_counts[2];                      /* only touched on chain_outer (and so inner) */
+static long chain_inside;                         /* sections running now: never above 1 */
+static long chain_overlap;
+
+static void chain_increment(void *context)
+{
+    if (compat_add(&chain_inside, 1) != 1) {
+        compat_add(&chain_overlap, 1);
+    }
+    chain_counts[(intptr_t)context]++;
+    compat_add(&chain_inside, -1);
+}
+
+static void chain_task(void *context)
+{
+    intptr_t which = (intptr_t)context % 2;
+    dispatch_queue_t q = which ? chain_inner : chain_outer;
+    int i;
+    for (i = 0; i < CHAIN_ROUNDS; i++) {
+        dispatch_async_f(q, (void *)which, chain_increment);
+        dispatch_sync_f(q, (void *)which, chain_increment);
+    }
+}
+
+/* Half the tasks use a serial queue that targets another serial queue, half that other one:
+ * the work of both runs one section at a time. CQueueCore stalled for good (30 s, 80-108
+ * threads; before that, the thread limit); libdispatch took 0.2 s on 9-10 threads. */
+static void test_async_then_sync_through_a_chain(void)
+{
+    dispatch_group_t g = dispatch_group_create();
+    intptr_t i;
+    chain_outer = dispatch_queue_create("compat.chain.outer", NULL);
+    chain_inner = dispatch_queue_create("compat.chain.inner", NULL);
+    dispatch_set_target_queue(chain_inner, chain_outer);
+    for (i = 0; i < CHAIN_TASKS; i++) {
+        dispatch_group_async_f(g, compat_global(), (void *)i, chain_task);
+    }
+    long most = wait_counting_threads(g);
+    dispatch_sync_f(chain_inner, NULL, compat_noop);
+    fprintf(stderr, "   %d tasks queueing work, then waiting, on two chained queues: at most %ld "
+                    "threads\n",
+            CHAIN_TASKS, most);
+    CHECK_EQ(chain_counts[0], 2L * CHAIN_ROUNDS * (CHAIN_TASKS / 2));
+    CHECK_EQ(chain_counts[1], 2L * CHAIN_ROUNDS * (CHAIN_TASKS / 2));
+    CHECK_EQ(compat_load(&chain_overlap), 0);
+    CHECK(most <= MAX_THREADS);
+    dispatch_release(g);
+    dispatch_release(chain_inner);
+    dispatch_release(chain_outer);
+}
+
 int main(void)
 {
     RUN(test_serial_queue_as_lock);
     RUN(test_readers_and_writers);
     RUN(test_async_then_sync);
+    RUN(test_async_then_sync_through_a_chain);
     TEST_MAIN_END();
 }

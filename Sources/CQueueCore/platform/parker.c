@@ -121,21 +121,24 @@ void cq__sleep_hooks_register(void (*begin)(struct cq__block *), void (*end)(str
     sleep_end = end;
 }
 
-static void event_wait(struct cq__event *e, bool keep_proc)
+/* Waits until e is signalled, or until monotonic time `until_ns` (0: none) has passed; returns
+ * whether it was signalled. */
+static bool event_wait(struct cq__event *e, bool keep_proc, uint64_t until_ns)
 {
     /* acquire: pairs with the release exchange in cq__event_signal */
     if (cq__load(&e->state, acquire) == CQ__EVENT_SIGNALLED) {
-        return;
+        return true;
     }
     struct cq__spin sp;
     cq__spin_init(&sp, CQ__SPIN_WAIT_NS);
     while (cq__spin_next(&sp)) {
         /* pairs with the release exchange in cq__event_signal */
         if (cq__load(&e->state, acquire) == CQ__EVENT_SIGNALLED) {
-            return;
+            return true;
         }
     }
     struct cq__block block = {.active = false, .keep_proc = keep_proc};
+    bool signalled = true;
     if (sleep_begin) {
         sleep_begin(&block);
     }
@@ -158,7 +161,19 @@ static void event_wait(struct cq__event *e, bool keep_proc)
                 continue;
             }
         }
-        cq__futex_wait(&e->state, CQ__EVENT_SLEEPING, NULL);
+        if (until_ns == 0) {
+            cq__futex_wait(&e->state, CQ__EVENT_SLEEPING, NULL);
+        } else {
+            struct cq__deadline d = {.forever = false, .clock = CLOCK_MONOTONIC};
+            d.at.tv_sec = (time_t)(until_ns / 1000000000u);
+            d.at.tv_nsec = (long)(until_ns % 1000000000u);
+            cq__futex_wait(&e->state, CQ__EVENT_SLEEPING, &d);
+            s = CQ__EVENT_SLEEPING;
+            if (cq__now_ns() >= until_ns && cq__cas(&e->state, &s, CQ__EVENT_PENDING, relaxed)) {
+                signalled = false; /* timed out; a signal after this finds PENDING */
+                break;
+            }
+        }
         /* pairs with the release exchange in cq__event_signal */
         if (cq__load(&e->state, acquire) == CQ__EVENT_SIGNALLED) {
             break;
@@ -170,14 +185,20 @@ static void event_wait(struct cq__event *e, bool keep_proc)
     if (sleep_end) {
         sleep_end(&block);
     }
+    return signalled;
 }
 
 void cq__event_wait(struct cq__event *e)
 {
-    event_wait(e, false);
+    (void)event_wait(e, false, 0);
 }
 
 void cq__event_wait_behind(struct cq__event *e)
 {
-    event_wait(e, true);
+    (void)event_wait(e, true, 0);
+}
+
+bool cq__event_wait_until(struct cq__event *e, bool behind, uint64_t until_ns)
+{
+    return event_wait(e, behind, until_ns);
 }

@@ -102,6 +102,10 @@ CQ_INTERNAL void cq__event_wait(struct cq__event *e);
  * behind such waits for long (monitor.c). */
 CQ_INTERNAL void cq__event_wait_behind(struct cq__event *e);
 
+/* cq__event_wait (or, with `behind`, cq__event_wait_behind) that gives up once the monotonic
+ * clock reaches until_ns: returns false then, with e pending again (a later signal is kept). */
+CQ_INTERNAL bool cq__event_wait_until(struct cq__event *e, bool behind, uint64_t until_ns);
+
 CQ_INLINE void cq__event_signal(struct cq__event *e)
 {
     /* release: pairs with the acquire load in cq__event_wait */

@@ -24,6 +24,9 @@ static inline void handoff_to_waiter(struct cq__item *it)
  * sync waiter in the list is handed q to run the items ahead of it itself if it holds no
  * queue (cq__queue_sync_drain_first); any other is nudged to hand its proc on for the drain.
  */
+/* Sync waiters cq__queue_pass_to_waiter looks at for one that can run the items ahead of it. */
+#define PASS_SCAN_LIMIT 32u
+
 bool cq__queue_pass_to_waiter(struct cq_queue_s *q, struct cq__item *it)
 {
     if (cq__load(&q->sync_waiters, relaxed) == 0) {
@@ -37,16 +40,32 @@ bool cq__queue_pass_to_waiter(struct cq_queue_s *q, struct cq__item *it)
     if (it == NULL) {
         return false;
     }
-    struct cq__sync_waiter *w = (struct cq__sync_waiter *)it;
+    struct cq__sync_waiter *first = (struct cq__sync_waiter *)it;
     /* q is held: its target is fixed. A queue on another queue runs only inside that one's
      * drain, which the waiter does not hold. */
-    if (q->kind == CQ__QUEUE_SERIAL && w->can_drain &&
-        cq__queue_target(q)->kind == CQ__QUEUE_ROOT) {
-        w->drain_first = true;
-        handoff_to_waiter(it); /* LOCK and its reference; the waiter stays in the list */
-        return true;
+    if (q->kind == CQ__QUEUE_SERIAL && cq__queue_target(q)->kind == CQ__QUEUE_ROOT) {
+        /* The first waiter that holds no queue, among the first few: one that holds a queue (a
+         * sync onto a queue that targets q, waiting for q while holding that one) cannot run
+         * q's items, and a drain queued behind the tasks that wait in those syncs never came
+         * (tasks doing async then sync onto q and onto a queue targeting q stalled for good).
+         * The items ahead of it include the waiters before it, which it hands q to in turn
+         * (cq__queue_sync_drain_first). */
+        unsigned looked = 0;
+        for (struct cq__item *c = it; c != NULL && looked < PASS_SCAN_LIMIT; looked++) {
+            struct cq__sync_waiter *w = (struct cq__sync_waiter *)c;
+            if (w->can_drain) {
+                w->drain_first = true;
+                handoff_to_waiter(c); /* LOCK and its reference; the waiter stays in the list */
+                return true;
+            }
+            do {
+                /* acquire: pairs with the producer's release store linking c->next, as in
+                 * the walk above */
+                c = cq__load(&c->next, acquire);
+            } while (c != NULL && c->kind != CQ__ITEM_SYNC_WAITER);
+        }
     }
-    cq__event_nudge(&w->event);
+    cq__event_nudge(&first->event);
     return false;
 }
 
@@ -268,11 +287,33 @@ bool cq__queue_sync_drain_first(struct cq_queue_s *q, struct cq__item *mine)
             break;
         }
         cq__queue_count_pop(q);
-        cq__item_invoke(it); /* not a sync waiter: `mine` is the list's first */
+        if (it->kind == CQ__ITEM_SYNC_WAITER) {
+            /* a waiter that came before `mine` (one that could not run them: see
+             * cq__queue_pass_to_waiter) gets q; `mine` waits to be handed q again, re-armed
+             * before the hand-off, after which q may come back at once */
+            cq__event_init(&w->event);
+            handoff_to_waiter(it);
+            break;
+        }
+        cq__item_invoke(it);
     }
     cq__frame_pop(&f);
     cq__tls.frame = caller;
     return held;
+}
+
+void cq__queue_drain_taken(struct cq_queue_s *q)
+{
+    struct cq__frame *caller = cq__tls.frame;
+    cq__tls.frame = NULL; /* the sync's own levels are not above q's items */
+    if (cq__unlikely(cq__queue_target(q)->kind != CQ__QUEUE_ROOT)) {
+        cq__queue_unlock(q, true); /* retargeted since the look: its drain is due there */
+    } else if (cq__unlikely(cq__load(&cq__thread_naming_ms, relaxed) != 0)) {
+        serial_drain_named(q);
+    } else {
+        serial_drain(q);
+    }
+    cq__tls.frame = caller;
 }
 
 void cq__queue_drain(struct cq_queue_s *q)

@@ -14,6 +14,7 @@
 
 #include "platform/diag_internal.h"
 #include "platform/parker_internal.h"
+#include "platform/rcu_internal.h"
 #include "queue/queue_internal.h"
 #include "queue/sync_internal.h"
 #include "scheduler/pool_internal.h"
@@ -50,6 +51,12 @@ static void wait_on_main_thread(struct cq__sync_waiter *w)
 
 static bool sync_hand_to_next_waiter(struct cq_queue_s *q);
 static void sync_let_go(struct cq_queue_s *q);
+
+/* How far up a target chain sync_help_chain looks, and how often a waiter that may help looks
+ * again: after HELP_POLL_FIRST_NS, then twice the wait before, up to HELP_POLL_MAX_NS. */
+#define HELP_CHAIN_DEPTH 8u
+#define HELP_POLL_FIRST_NS 1000000u
+#define HELP_POLL_MAX_NS 64000000u
 
 /*
  * A sync waiter's push found q's list empty, and q is neither held nor due for a drain: its
@@ -135,6 +142,62 @@ void cq__queue_resumed_with_waiters(struct cq_queue_s *q, bool locked)
     }
 }
 
+/*
+ * A sync waiter that holds no queue, waiting at serial queue q on another serial queue: if q
+ * is due for a drain in its target's list, and so on up to a queue t due for a drain on a
+ * global queue and not held, it takes t beside ENQUEUED (as sync_take_queued does) and drains
+ * t on its thread as a worker would: q's turn comes inside (nested), and q's items run up to
+ * the first waiter, which q is handed to. Tasks doing async then sync onto q1 and onto q2,
+ * with q1 targeting q2, left both queues waiting for a drain queued behind those very tasks
+ * while every worker waited in them: they stalled for good (libdispatch: 0.2 s).
+ */
+static struct cq_queue_s *help_chain_take(struct cq_queue_s *q, bool *held)
+{
+    struct cq_queue_s *c = q;
+    for (unsigned depth = 0;; depth++) {
+        uint64_t s = cq__load(&c->state, relaxed);
+        if (!(s & CQ__QS_ENQUEUED) || (s & (CQ__QS_LOCK | CQ__QS_SUSPEND_MASK))) {
+            *held = (s & CQ__QS_LOCK) && !(s & CQ__QS_SUSPEND_MASK);
+            return NULL; /* not due for a drain, or someone sees to it */
+        }
+        struct cq_queue_s *t = cq__queue_target(c); /* c is not held: a hint, checked below */
+        if (t->kind == CQ__QUEUE_ROOT) {
+            break;
+        }
+        if (t->kind != CQ__QUEUE_SERIAL || depth == HELP_CHAIN_DEPTH) {
+            return NULL;
+        }
+        c = t;
+    }
+    if (c == q) {
+        return NULL; /* q on a global queue: sync_take_queued's */
+    }
+    uint64_t s = cq__load(&c->state, relaxed);
+    do {
+        if (!(s & CQ__QS_ENQUEUED) || (s & (CQ__QS_LOCK | CQ__QS_SUSPEND_MASK))) {
+            *held = (s & CQ__QS_LOCK) && !(s & CQ__QS_SUSPEND_MASK);
+            return NULL;
+        }
+        /* acquire: pairs with the previous owner's release (its unlock) */
+    } while (!cq__cas_weak(&c->state, &s, s | CQ__QS_LOCK, acquire));
+    cq__ref_retain(&c->obj); /* LOCK's own (ENQUEUED, set, keeps c alive meanwhile) */
+    return c;
+}
+
+/* Returns true if it found a queue of the chain held by another thread, which moves the chain
+ * on (the caller's wait is behind it). */
+static bool sync_help_chain(struct cq_queue_s *q)
+{
+    bool held = false;
+    cq__rcu_read_lock(); /* the queues above q are not held: one may be freed meanwhile */
+    struct cq_queue_s *c = help_chain_take(q, &held);
+    cq__rcu_read_unlock();
+    if (c != NULL) {
+        cq__queue_drain_taken(c);
+    }
+    return held;
+}
+
 /* Takes q for a sync; returns whether the caller now holds the drain's reference. `outer`:
  * the level the caller asked for, with no queue held (it may run the items ahead of it: see
  * cq__queue_pass_to_waiter). */
@@ -154,7 +217,18 @@ static bool sync_acquire(struct cq_queue_s *q, bool exclusive, bool barrier, boo
     if (cq__mpsc_push(&q->tail, &q->head, &w.item, &w.item)) {
         sync_waiter_wakeup(q);
     }
+    /* q's target is fixed only while q is held (a hint for whether to look for a chain); an
+     * old one may be freed meanwhile */
+    bool chain = false;
     if (w.can_drain) {
+        cq__rcu_read_lock();
+        chain = cq__queue_target(q)->kind != CQ__QUEUE_ROOT;
+        cq__rcu_read_unlock();
+    }
+    bool chain_held = false;
+    if (chain) {
+        chain_held = sync_help_chain(q);
+    } else if (w.can_drain) {
         sync_take_queued(q);
     }
     /* Another sync waits for q already and q is held (by a drain or a sync, also one that took
@@ -165,12 +239,22 @@ static bool sync_acquire(struct cq_queue_s *q, bool exclusive, bool barrier, boo
      * a drain needs a worker: then, as the first waiter, the wait hands its CPU to a spare
      * while work waits. */
     uint64_t s = cq__load(&q->state, relaxed);
-    bool behind = others && (s & (CQ__QS_LOCK | CQ__QS_BARRIER_WAIT)) && !(s & CQ__QS_SUSPEND_MASK);
+    bool behind = others && ((s & (CQ__QS_LOCK | CQ__QS_BARRIER_WAIT)) || chain_held) &&
+                  !(s & CQ__QS_SUSPEND_MASK);
     if (q == &cq__main_queue && cq__is_main_thread()) {
         wait_on_main_thread(&w);
     } else {
+        uint64_t poll_ns = HELP_POLL_FIRST_NS;
         for (;;) {
-            if (behind) {
+            if (chain) {
+                /* looks again now and then: nothing tells a waiter when the chain above it
+                 * comes due for a drain that no worker will run */
+                if (!cq__event_wait_until(&w.event, behind, cq__now_ns() + poll_ns)) {
+                    poll_ns = poll_ns * 2 < HELP_POLL_MAX_NS ? poll_ns * 2 : HELP_POLL_MAX_NS;
+                    sync_help_chain(q);
+                    continue;
+                }
+            } else if (behind) {
                 cq__event_wait_behind(&w.event);
             } else {
                 cq__event_wait(&w.event);
@@ -313,7 +397,7 @@ static void sync_level(struct cq_queue_s *q, bool barrier, void *ctx, cq_functio
 {
     bool exclusive = barrier || cq__queue_is_exclusive(q);
     check_deadlock(q, exclusive, requested, call);
-    bool drain_ref = sync_acquire(q, exclusive, barrier, upper == NULL && holds_no_queue());
+    bool drain_ref = sync_acquire(q, exclusive, barrier, holds_no_queue());
     struct cq__frame f = {.queue = q, .exclusive = exclusive, .prev = NULL};
     if (upper) {
         upper->prev = &f;
