@@ -458,6 +458,76 @@ static void test_helped_tasks_keep_their_context(void)
     cq_release(h.s);
 }
 
+/* ---- a waiter runs the work it gave a serial queue ----------------------------------------- */
+
+#define SERIAL_WAITERS 200
+#define SERIAL_ITEMS 3
+
+static int serial_key;
+static cq_queue_t serial_q;
+static atomic_int serial_inside, serial_overlap, serial_wrong, serial_ran, serial_on_waiter;
+static __thread bool serial_waiting; /* the thread is in the waiter's cq_group_wait */
+
+static void serial_item(void *ctx)
+{
+    (void)ctx;
+    if (atomic_fetch_add(&serial_inside, 1) != 0) {
+        atomic_fetch_add(&serial_overlap, 1);
+    }
+    /* run as serial_q's work wherever it runs: its specific, its exclusivity, no group of the
+     * waiter's (a wait for it here would not be a wait from one of its own tasks) */
+    if (cq_get_specific(&serial_key) != &serial_key || !cq_queue_is_current(serial_q) ||
+        cq_get_current_queue() != serial_q) {
+        atomic_fetch_add(&serial_wrong, 1);
+    }
+    if (serial_waiting) {
+        atomic_fetch_add(&serial_on_waiter, 1);
+    }
+    atomic_fetch_add(&serial_ran, 1);
+    atomic_fetch_sub(&serial_inside, 1);
+}
+
+static void serial_waiter(void *ctx)
+{
+    (void)ctx;
+    cq_group_t g = cq_group_create();
+    for (int i = 0; i < SERIAL_ITEMS; i++) {
+        cq_group_async_f(g, serial_q, NULL, serial_item);
+    }
+    serial_waiting = true;
+    REQUIRE(cq_group_wait(g, CQ_TIME_FOREVER) == 0);
+    serial_waiting = false;
+    if (cq_get_current_queue() != cq_get_global_queue(CQ_QUEUE_PRIORITY_DEFAULT, 0)) {
+        atomic_fetch_add(&serial_wrong, 1000); /* the waiter's own context is back */
+    }
+    cq_release(g);
+}
+
+/* Tasks that give work to one serial queue through a group and wait for it: the waiter runs
+ * the queue's items up to its group's last when the queue is due for a drain and not held
+ * (one thread per waiting task before, up to the limit). The items keep the queue's context
+ * and exclusivity wherever they run, every one runs once, and the pool stays small. */
+static void test_wait_runs_its_serial_queue_work(void)
+{
+    serial_q = cq_queue_create("given", NULL);
+    cq_queue_set_specific(serial_q, &serial_key, &serial_key, NULL);
+    cq_group_t all = cq_group_create();
+    for (int i = 0; i < SERIAL_WAITERS; i++) {
+        cq_group_async_f(all, cq_get_global_queue(CQ_QUEUE_PRIORITY_DEFAULT, 0), NULL,
+                         serial_waiter);
+    }
+    WAIT_GROUP(all);
+    struct cq_runtime_info info;
+    cq_runtime_get_info(&info);
+    fprintf(stderr, "   %d items, %d run by a waiting task; threads at most %u\n",
+            atomic_load(&serial_ran), atomic_load(&serial_on_waiter), info.threads_peak);
+    CHECK_EQ(atomic_load(&serial_ran), SERIAL_WAITERS * SERIAL_ITEMS);
+    CHECK_EQ(atomic_load(&serial_overlap), 0);
+    CHECK_EQ(atomic_load(&serial_wrong), 0);
+    cq_release(all);
+    cq_release(serial_q);
+}
+
 int main(void)
 {
     RUN(test_empty_and_enter_leave);
@@ -470,5 +540,6 @@ int main(void)
     RUN(test_enter_leave_threads);
     RUN(test_reentered_group);
     RUN(test_helped_tasks_keep_their_context);
+    RUN(test_wait_runs_its_serial_queue_work);
     TEST_MAIN_END();
 }

@@ -9,7 +9,8 @@
  * reader/writer case (4 of 4 runs) and in the serial case (7 of 31); the third case ran on one
  * thread per task in some runs, and with 400 tasks hung at the limit in 4 of 4 runs
  * (libdispatch: 0.16 s on 9 threads). The fourth case is the third through a serial queue that
- * targets another serial queue.
+ * targets another serial queue; the fifth gives the work through a group and waits for the
+ * group.
  */
 #include "compat_test.h"
 
@@ -268,11 +269,70 @@ static void test_async_then_sync_through_a_chain(void)
     dispatch_release(chain_outer);
 }
 
+/* ---- giving work to a serial queue through a group, then waiting for the group ---------- */
+
+#define GROUP_TASKS 300
+#define GROUP_ITEMS 2
+#define GROUP_ITEM_US 300
+
+static dispatch_queue_t group_q;
+static long group_counter; /* only touched on group_q */
+static long group_inside;  /* items running now: never above 1 */
+static long group_overlap;
+
+static void group_item(void *context)
+{
+    (void)context;
+    if (compat_add(&group_inside, 1) != 1) {
+        compat_add(&group_overlap, 1);
+    }
+    hold(GROUP_ITEM_US);
+    group_counter++;
+    compat_add(&group_inside, -1);
+}
+
+static void group_task(void *context)
+{
+    dispatch_group_t g = dispatch_group_create();
+    int i;
+    (void)context;
+    for (i = 0; i < GROUP_ITEMS; i++) {
+        dispatch_group_async_f(g, group_q, NULL, group_item);
+    }
+    dispatch_group_wait(g, DISPATCH_TIME_FOREVER);
+    dispatch_release(g);
+}
+
+/* Each task gives two items of 0.3 ms to one serial queue through a group and waits for the
+ * group. CQueueCore handed each waiting task's CPU to a new thread, which took the next task:
+ * with 1 ms items, 400 tasks reached the thread limit (255) and its message; libdispatch ran
+ * them on 6 threads in the same time. */
+static void test_group_wait_for_a_serial_queue(void)
+{
+    dispatch_group_t all = dispatch_group_create();
+    int i;
+    group_q = dispatch_queue_create("compat.group", NULL);
+    for (i = 0; i < GROUP_TASKS; i++) {
+        dispatch_group_async_f(all, compat_global(), NULL, group_task);
+    }
+    long most = wait_counting_threads(all);
+    dispatch_sync_f(group_q, NULL, compat_noop);
+    fprintf(stderr, "   %d tasks waiting for their groups' work on a serial queue: at most %ld "
+                    "threads\n",
+            GROUP_TASKS, most);
+    CHECK_EQ(group_counter, (long)GROUP_TASKS * GROUP_ITEMS);
+    CHECK_EQ(compat_load(&group_overlap), 0);
+    CHECK(most <= MAX_THREADS);
+    dispatch_release(all);
+    dispatch_release(group_q);
+}
+
 int main(void)
 {
     RUN(test_serial_queue_as_lock);
     RUN(test_readers_and_writers);
     RUN(test_async_then_sync);
     RUN(test_async_then_sync_through_a_chain);
+    RUN(test_group_wait_for_a_serial_queue);
     TEST_MAIN_END();
 }

@@ -359,6 +359,25 @@ static void unlock(struct cq_queue_s *q, bool drain_ref, unsigned push_flags)
 {
     uint64_t s = cq__load(&q->state, relaxed), n;
     for (;;) {
+        if ((s & CQ__QS_DIRTY) && q->kind == CQ__QUEUE_SERIAL && !(s & CQ__QS_SUSPEND_MASK) &&
+            cq__load(&q->sync_waiters, relaxed) != 0) {
+            /* Something was pushed while q was held, perhaps a sync waiter after the holder
+             * looked for one (sync_take_queued sets DIRTY for that): look again before q goes
+             * onto its target, where it would wait for a worker. acquire: pairs with the
+             * pusher's release when it set DIRTY */
+            if (!cq__cas_weak(&q->state, &s, s & ~CQ__QS_DIRTY, acquire)) {
+                continue;
+            }
+            if (!drain_ref) {
+                cq__ref_retain(&q->obj); /* handed on with LOCK, as a drain's */
+                drain_ref = true;
+            }
+            if (cq__queue_pass_to_waiter(q, cq__mpsc_peek(&q->tail, &q->head))) {
+                return;
+            }
+            s = cq__load(&q->state, relaxed);
+            continue;
+        }
         bool items = (s & CQ__QS_DIRTY) || !cq__queue_list_empty(q);
         n = s & ~(CQ__QS_LOCK | CQ__QS_DIRTY);
         /* ENQUEUED with LOCK: a sync waiter took q while q sat on its target (see
@@ -448,7 +467,7 @@ static void queue_resume(struct cq__object *o)
     if (cq__object_is_immortal(o)) {
         return;
     }
-    /* Sync waiters are let in by this thread (cq__queue_resumed_with_waiters), not by a drain
+    /* Sync waiters are let in by this thread (cq__queue_let_waiters_in), not by a drain
      * on the target, which needs a free worker. */
     bool waiters = (q->kind == CQ__QUEUE_SERIAL || q->kind == CQ__QUEUE_CONCURRENT) &&
                    cq__load(&q->sync_waiters, relaxed) != 0;
@@ -473,9 +492,9 @@ static void queue_resume(struct cq__object *o)
         cq__ref_retain(&q->obj);
         cq__queue_enqueue_on_target(q, CQ__PUSH_TAIL);
     } else if ((n & CQ__QS_LOCK) && !(s & CQ__QS_LOCK)) {
-        cq__queue_resumed_with_waiters(q, true);
+        cq__queue_let_waiters_in(q, true);
     } else if (waiters && !(n & CQ__QS_SUSPEND_MASK) && (n & CQ__QS_ENQUEUED)) {
-        cq__queue_resumed_with_waiters(q, false);
+        cq__queue_let_waiters_in(q, false);
     }
 }
 

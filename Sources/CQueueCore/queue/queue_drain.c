@@ -16,6 +16,30 @@ static inline void handoff_to_waiter(struct cq__item *it)
     cq__event_signal(&w->event);
 }
 
+/* A waiting thread runs a queue's items on its stack: the frames of its own queues and its
+ * group are hidden meanwhile, so the items run with their own context only, as on a worker
+ * (see "Helping" in cq_group_wait). */
+struct caller_context {
+    struct cq__frame *frame;
+    struct cq_group_s *group;
+};
+
+static inline void hide_caller(struct caller_context *c)
+{
+    c->frame = cq__tls.frame;
+    c->group = cq__tls.group;
+    cq__tls.frame = NULL;
+    cq__tls.group = NULL;
+    cq__tls.help_depth++;
+}
+
+static inline void restore_caller(const struct caller_context *c)
+{
+    cq__tls.help_depth--;
+    cq__tls.frame = c->frame;
+    cq__tls.group = c->group;
+}
+
 /*
  * q goes onto its target for a drain of `it` with syncs waiting behind it. A wait behind
  * another keeps its proc (cq__event_wait_behind), so with every proc kept so, no worker would
@@ -261,8 +285,8 @@ bool cq__queue_sync_drain_first(struct cq_queue_s *q, struct cq__item *mine)
 {
     struct cq__sync_waiter *w = (struct cq__sync_waiter *)mine;
     w->drain_first = false;
-    struct cq__frame *caller = cq__tls.frame;
-    cq__tls.frame = NULL;
+    struct caller_context caller;
+    hide_caller(&caller);
     struct cq__frame f;
     cq__frame_push(&f, q, true);
     bool held = false;
@@ -298,14 +322,14 @@ bool cq__queue_sync_drain_first(struct cq_queue_s *q, struct cq__item *mine)
         cq__item_invoke(it);
     }
     cq__frame_pop(&f);
-    cq__tls.frame = caller;
+    restore_caller(&caller);
     return held;
 }
 
 void cq__queue_drain_taken(struct cq_queue_s *q)
 {
-    struct cq__frame *caller = cq__tls.frame;
-    cq__tls.frame = NULL; /* the sync's own levels are not above q's items */
+    struct caller_context caller;
+    hide_caller(&caller); /* the sync's own levels are not above q's items */
     if (cq__unlikely(cq__queue_target(q)->kind != CQ__QUEUE_ROOT)) {
         cq__queue_unlock(q, true); /* retargeted since the look: its drain is due there */
     } else if (cq__unlikely(cq__load(&cq__thread_naming_ms, relaxed) != 0)) {
@@ -313,7 +337,63 @@ void cq__queue_drain_taken(struct cq_queue_s *q)
     } else {
         serial_drain(q);
     }
-    cq__tls.frame = caller;
+    restore_caller(&caller);
+}
+
+enum cq__help_result cq__queue_help_group(struct cq_queue_s *q,
+                                          bool (*mine)(struct cq__item *, void *), void *arg)
+{
+    uint64_t s = cq__load(&q->state, relaxed);
+    do {
+        if ((s & CQ__QS_LOCK) && !(s & CQ__QS_SUSPEND_MASK)) {
+            return CQ__HELP_HELD;
+        }
+        if (!(s & CQ__QS_ENQUEUED) || (s & (CQ__QS_LOCK | CQ__QS_SUSPEND_MASK))) {
+            return CQ__HELP_NONE;
+        }
+        /* acquire: pairs with the previous owner's release (its unlock) */
+    } while (!cq__cas_weak(&q->state, &s, s | CQ__QS_LOCK, acquire));
+    cq__ref_retain(&q->obj); /* LOCK's own: ENQUEUED keeps the drain's */
+    if (cq__queue_target(q)->kind != CQ__QUEUE_ROOT) {
+        cq__queue_unlock(q, true); /* its items run inside its target's drain */
+        return CQ__HELP_NONE;
+    }
+    /* Holding LOCK makes this thread the list's one consumer: the items up to the last one of
+     * the caller's run first whoever runs them. Those pushed meanwhile come after. */
+    uint32_t count = 0, last = 0;
+    for (struct cq__item *it = cq__mpsc_peek(&q->tail, &q->head); it != NULL;) {
+        count++;
+        if (mine(it, arg)) {
+            last = count;
+        }
+        /* acquire: pairs with the producer's release store linking it->next */
+        it = cq__load(&it->next, acquire);
+    }
+    struct caller_context caller;
+    hide_caller(&caller);
+    struct cq__frame f;
+    cq__frame_push(&f, q, true);
+    bool held = true;
+    for (uint32_t i = 0; i < last; i++) {
+        struct cq__item *it = cq__mpsc_pop(&q->tail, &q->head);
+        cq__queue_count_pop(q);
+        if (it->kind == CQ__ITEM_SYNC_WAITER) {
+            handoff_to_waiter(it); /* q is that thread's now; it moves q on */
+            held = false;
+            break;
+        }
+        cq__item_invoke(it);
+        if (cq__unlikely(q->retargeted) || (cq__load(&q->state, relaxed) & CQ__QS_SUSPEND_MASK)) {
+            q->retargeted = false; /* the next items run on the new target, or after the resume */
+            break;
+        }
+    }
+    cq__frame_pop(&f);
+    restore_caller(&caller);
+    if (held) {
+        drain_finish(q, false);
+    }
+    return last != 0 ? CQ__HELP_RAN : CQ__HELP_NONE;
 }
 
 void cq__queue_drain(struct cq_queue_s *q)

@@ -193,6 +193,30 @@ CQ_INTERNAL unsigned cq__queue_root_prio(struct cq_queue_s *q);
 /* Fires the task_enqueue probe for `it` submitted to q (when a tracer is attached). */
 #define CQ__PROBE_ENQUEUE(q, it) CQ_PROBE3(task_enqueue, (q)->label, (it), cq__queue_root_prio(q))
 
+/* Whether the calling thread runs on no queue but a global one (a task of a global queue, or
+ * no task at all): work of a queue may then run on it while it waits. */
+CQ_INLINE bool cq__holds_no_queue(void)
+{
+    if (cq__tls.help_depth != 0) {
+        return false; /* a task helped by a waiter: the waiter's queues are below it */
+    }
+    for (struct cq__frame *f = cq__tls.frame; f; f = f->prev) {
+        if (f->queue->kind != CQ__QUEUE_ROOT) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* cq_group_wait's help (queue_drain.c): serial queue q (the caller holds a reference) got
+ * group work from the waiting thread, which holds no queue. If q is due for a drain and not
+ * held, takes it beside ENQUEUED and runs its items up to the last one `mine` accepts (they
+ * run before that one in any case), then lets it go. Returns CQ__HELP_RAN if it ran any,
+ * CQ__HELP_HELD if another thread holds q (and so moves it on), else CQ__HELP_NONE. */
+enum cq__help_result { CQ__HELP_NONE, CQ__HELP_RAN, CQ__HELP_HELD };
+CQ_INTERNAL enum cq__help_result
+cq__queue_help_group(struct cq_queue_s *q, bool (*mine)(struct cq__item *, void *), void *arg);
+
 /* Drains q (called for a CQ__ITEM_QUEUE item by whoever popped it). */
 CQ_INTERNAL void cq__queue_drain(struct cq_queue_s *q);
 /* The holder of concurrent queue q (its LOCK and the reference LOCK holds), a sync about to let
@@ -211,7 +235,7 @@ CQ_INTERNAL bool cq__queue_pass_to_waiter(struct cq_queue_s *q, struct cq__item 
 CQ_INTERNAL bool cq__queue_sync_drain_first(struct cq_queue_s *q, struct cq__item *mine);
 /* queue_resume's hand-off to sync waiters (queue_sync.c): `locked` if the resume took q
  * (LOCK, no reference yet) instead of putting it on its target; else q is due for a drain. */
-CQ_INTERNAL void cq__queue_resumed_with_waiters(struct cq_queue_s *q, bool locked);
+CQ_INTERNAL void cq__queue_let_waiters_in(struct cq_queue_s *q, bool locked);
 /* Serial queue q, on a global queue, taken by a sync waiter on its thread (LOCK beside
  * ENQUEUED, with LOCK's own reference): drains it there as a worker would (queue_drain.c). */
 CQ_INTERNAL void cq__queue_drain_taken(struct cq_queue_s *q);

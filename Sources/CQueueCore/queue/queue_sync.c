@@ -83,21 +83,6 @@ static void sync_waiter_wakeup(struct cq_queue_s *q)
     }
 }
 
-/* Whether the calling thread runs on no queue but a global one (a task of a global queue, or
- * no task at all). */
-static bool holds_no_queue(void)
-{
-    if (cq__tls.help_depth != 0) {
-        return false; /* a task helped by a waiter: the waiter's queues are below it */
-    }
-    for (struct cq__frame *f = cq__tls.frame; f; f = f->prev) {
-        if (f->queue->kind != CQ__QUEUE_ROOT) {
-            return false;
-        }
-    }
-    return true;
-}
-
 /*
  * A sync waiter that holds no queue (its item pushed) found serial queue q due for a drain on
  * its target and not held: takes q, leaving ENQUEUED set (see queue_internal.h), and hands it
@@ -110,12 +95,37 @@ static bool holds_no_queue(void)
 static void sync_take_queued(struct cq_queue_s *q)
 {
     uint64_t s = cq__load(&q->state, relaxed);
-    do {
-        if (!(s & CQ__QS_ENQUEUED) || (s & (CQ__QS_LOCK | CQ__QS_SUSPEND_MASK))) {
-            return;
+    for (;;) {
+        if (s & (CQ__QS_SUSPEND_MASK | CQ__QS_BARRIER_WAIT)) {
+            return; /* the resume lets the waiters in */
+        }
+        if (s & CQ__QS_LOCK) {
+            /* Held: the holder may have looked at the list before this waiter's link was
+             * stored, and let q go without it (onto its target, for a worker that may never
+             * come: at the thread limit with every thread in syncs). DIRTY makes it look at
+             * the list again (unlock in queue.c, sync_let_go). release: this waiter's push
+             * happens-before the holder's look; pairs with its acquire CAS clearing DIRTY */
+            if ((s & CQ__QS_DIRTY) || cq__cas_weak(&q->state, &s, s | CQ__QS_DIRTY, release)) {
+                return;
+            }
+            continue;
+        }
+        if (!(s & CQ__QS_ENQUEUED)) {
+            /* Idle with this waiter in the list: a push ahead of it has not set ENQUEUED yet
+             * (it will find LOCK and set DIRTY). Take q as sync_waiter_wakeup does. acquire:
+             * pairs with the previous owner's release (its unlock) */
+            if (cq__cas_weak(&q->state, &s, (s & ~CQ__QS_DIRTY) | CQ__QS_LOCK, acquire)) {
+                cq__ref_retain(&q->obj); /* LOCK's reference, as a drain holds it */
+                sync_let_go(q);
+                return;
+            }
+            continue;
         }
         /* acquire: pairs with the previous owner's release (its unlock) */
-    } while (!cq__cas_weak(&q->state, &s, s | CQ__QS_LOCK, acquire));
+        if (cq__cas_weak(&q->state, &s, s | CQ__QS_LOCK, acquire)) {
+            break;
+        }
+    }
     cq__ref_retain(&q->obj); /* LOCK's own: ENQUEUED keeps the drain's */
     if (!cq__queue_pass_to_waiter(q, cq__mpsc_peek(&q->tail, &q->head))) {
         cq__queue_unlock(q, true);
@@ -132,7 +142,7 @@ static void sync_take_queued(struct cq_queue_s *q)
  * worker, 2 ms or more after each resume: 48 tasks doing async then sync took 11 s in 2 of 8
  * runs (libdispatch 2.5-3 s).
  */
-void cq__queue_resumed_with_waiters(struct cq_queue_s *q, bool locked)
+void cq__queue_let_waiters_in(struct cq_queue_s *q, bool locked)
 {
     if (locked) {
         cq__ref_retain(&q->obj); /* LOCK's reference, as a drain holds it */
@@ -319,7 +329,7 @@ static void sync_let_go(struct cq_queue_s *q)
         }
         uint64_t s = cq__load(&q->state, relaxed);
         if (s & CQ__QS_SUSPEND_MASK) {
-            break; /* the resume lets the waiters in (cq__queue_resumed_with_waiters) */
+            break; /* the resume lets the waiters in (cq__queue_let_waiters_in) */
         }
         if (s & CQ__QS_DIRTY) {
             /* acquire: pairs with the pusher's release when it set DIRTY */
@@ -397,7 +407,7 @@ static void sync_level(struct cq_queue_s *q, bool barrier, void *ctx, cq_functio
 {
     bool exclusive = barrier || cq__queue_is_exclusive(q);
     check_deadlock(q, exclusive, requested, call);
-    bool drain_ref = sync_acquire(q, exclusive, barrier, holds_no_queue());
+    bool drain_ref = sync_acquire(q, exclusive, barrier, cq__holds_no_queue());
     struct cq__frame f = {.queue = q, .exclusive = exclusive, .prev = NULL};
     if (upper) {
         upper->prev = &f;

@@ -35,12 +35,15 @@ struct cq__tls {
     uint32_t help_depth;                /* nesting of tasks run while waiting (cq__pool_help) */
     struct cq__inject_chunk *inject[4]; /* this thread's chunk of each inject queue */
     struct cq_group_s *group; /* the group of the task running (cq_group_async_f), or NULL */
-    const char *named;        /* thread naming: the label in the thread's name (NULL: its own) */
-    uint64_t named_ns;        /* thread naming: when the name last changed */
-    uint8_t main_thread;      /* 0 unknown, 1 main thread, 2 other */
-    uint8_t exit_hook;        /* thread-exit destructor installed */
-    bool long_park;           /* pool threads: woken from a park of over CQ__SPECULATIVE_PARK_NS,
-                                 until the next item has run (find.c, park.c, worker.c) */
+    /* pool threads: the serial queue the running item last gave group work to, with a
+     * reference, dropped when the item returns (cq_group_wait helps drain it, group.c) */
+    struct cq__object *group_queue;
+    const char *named;   /* thread naming: the label in the thread's name (NULL: its own) */
+    uint64_t named_ns;   /* thread naming: when the name last changed */
+    uint8_t main_thread; /* 0 unknown, 1 main thread, 2 other */
+    uint8_t exit_hook;   /* thread-exit destructor installed */
+    bool long_park;      /* pool threads: woken from a park of over CQ__SPECULATIVE_PARK_NS,
+                            until the next item has run (find.c, park.c, worker.c) */
 };
 
 extern __thread struct cq__tls cq__tls __attribute__((tls_model("initial-exec")));

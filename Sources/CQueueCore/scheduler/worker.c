@@ -20,6 +20,7 @@
 #include "platform/cpus_internal.h"
 #include "platform/diag_internal.h"
 #include "platform/fork_internal.h"
+#include "platform/object_internal.h"
 #include "platform/thread_start_internal.h"
 #include "platform/time_internal.h"
 #include "scheduler/thread_internal.h"
@@ -143,6 +144,11 @@ static inline void run_item(struct cq__thread *t, struct cq__proc *p, struct cq_
         cq__thread_name_slow(NULL); /* work of no queue's drain: the thread's own name */
     }
     cq__item_invoke(it);
+    if (cq__unlikely(cq__tls.group_queue != NULL)) {
+        struct cq__object *q = cq__tls.group_queue; /* cq_group_wait's help is over (group.c) */
+        cq__tls.group_queue = NULL;
+        cq__ref_release(q);
+    }
     struct cq__proc *now = t->proc; /* may differ: the task blocked and gave its proc away */
     if (now) {
         cq__store(&now->running, 0, relaxed);

@@ -266,6 +266,18 @@ void cq__group_task_done(struct cq_group_s *g)
     leave(g);
 }
 
+/* A pool thread gives group work to serial queue q: a wait for the group by the same item
+ * helps drain q (cq_group_wait). The reference is dropped when the item returns (worker.c). */
+static CQ_NOINLINE void note_group_queue(struct cq_queue_s *q)
+{
+    cq__ref_retain(&q->obj);
+    struct cq__object *old = cq__tls.group_queue;
+    cq__tls.group_queue = &q->obj;
+    if (old != NULL) {
+        cq__ref_release(old);
+    }
+}
+
 void cq_group_async_f(cq_group_t g, cq_queue_t q, void *ctx, cq_function_t fn)
 {
     group_check(g, "cq_group_async_f");
@@ -279,6 +291,9 @@ void cq_group_async_f(cq_group_t g, cq_queue_t q, void *ctx, cq_function_t fn)
     t->function = fn;
     t->context = ctx;
     t->group = g;
+    if (q->kind == CQ__QUEUE_SERIAL && cq__tls.group_queue != &q->obj && cq__tls.proc != NULL) {
+        note_group_queue(q);
+    }
     CQ__PROBE_ENQUEUE(q, &t->item);
     cq__queue_push(q, &t->item, CQ__PUSH_TAIL);
 }
@@ -383,6 +398,49 @@ static inline intptr_t emptied(struct cq_group_s *g, uint64_t s)
     return 0;
 }
 
+/*
+ * Helping the queue a group's work was given to. A task that gives work to a serial queue
+ * through a group and waits for the group handed its CPU to a spare thread while it waited,
+ * which took the next such task: 400 tasks each giving two 1 ms items to one serial queue grew
+ * the process to the thread limit (255) with its message; libdispatch ran them on 6 threads in
+ * the same time. The waiter (holding no queue) now runs the queue's items itself, up to the
+ * last of its group, if the queue is due for a drain and not held (cq__queue_help_group); while
+ * another thread holds the queue it waits behind it, keeping its CPU's proc as a sync behind
+ * another sync does, and looks again after 1 ms, then twice the wait before, up to 64 ms: a
+ * drain that stops (its budget, a retarget) queues the queue behind the waiting tasks, and
+ * nothing else tells the waiter. Only unbounded waits by pool threads help.
+ */
+#define HELP_POLL_FIRST_NS 1000000ll
+#define HELP_POLL_MAX_NS 64000000ll
+
+static intptr_t help_and_wait(struct cq_group_s *g, struct group_wait *w)
+{
+    struct cq_queue_s *q = (struct cq_queue_s *)cq__tls.group_queue; /* a serial queue */
+    cq__ref_retain(&q->obj); /* an item run here may give group work elsewhere: the TLS one goes */
+    int64_t poll_ns = HELP_POLL_FIRST_NS;
+    for (;;) {
+        enum cq__help_result h = cq__queue_help_group(q, is_task_of, g);
+        if (group_done(w)) {
+            break;
+        }
+        if (h == CQ__HELP_RAN) {
+            continue; /* more of the group may have come due meanwhile */
+        }
+        if (h == CQ__HELP_NONE) {
+            /* nothing of q to run (its part of the group done, or q suspended, or on another
+             * queue): wait as any wait does */
+            (void)cq__wait(&group_wait_ops, w, CQ_TIME_FOREVER);
+            break;
+        }
+        if (cq__wait_keeping(&group_wait_ops, w, cq_time(CQ_TIME_NOW, poll_ns), true) == 0) {
+            break;
+        }
+        poll_ns = poll_ns * 2 < HELP_POLL_MAX_NS ? poll_ns * 2 : HELP_POLL_MAX_NS;
+    }
+    cq__ref_release(&q->obj);
+    return emptied(g, cq__load(&g->state, relaxed));
+}
+
 intptr_t cq_group_wait(cq_group_t g, cq_time_t timeout)
 {
     group_check(g, "cq_group_wait");
@@ -406,6 +464,9 @@ intptr_t cq_group_wait(cq_group_t g, cq_time_t timeout)
         }
     }
     struct group_wait w = {.g = g, .gen = gen};
+    if (cq__tls.group_queue != NULL && timeout == CQ_TIME_FOREVER && cq__holds_no_queue()) {
+        return help_and_wait(g, &w);
+    }
     intptr_t r = cq__wait(&group_wait_ops, &w, timeout);
     return r == 0 ? emptied(g, cq__load(&g->state, relaxed)) : r;
 }

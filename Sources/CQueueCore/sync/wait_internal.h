@@ -39,8 +39,11 @@ struct cq__wait_ops {
 };
 
 /* Waits as above; 0 when done; on timeout -1 with errno ETIMEDOUT, which is what libdispatch
- * returns on Linux (code ported from it may test for -1). */
-CQ_INLINE intptr_t cq__wait(const struct cq__wait_ops *ops, void *ctx, cq_time_t timeout)
+ * returns on Linux (code ported from it may test for -1). keep_proc: the wait is behind
+ * another thread that moves things on (see cq__event_wait_behind): a pool thread keeps its
+ * proc. cq__wait, below, is the common case. */
+CQ_INLINE intptr_t cq__wait_keeping(const struct cq__wait_ops *ops, void *ctx, cq_time_t timeout,
+                                    bool keep_proc)
 {
     struct cq__deadline d;
     const struct cq__deadline *dl = NULL;
@@ -70,7 +73,7 @@ CQ_INLINE intptr_t cq__wait(const struct cq__wait_ops *ops, void *ctx, cq_time_t
         }
         dl = NULL;
     }
-    struct cq__block block = {.active = false, .keep_proc = false};
+    struct cq__block block = {.active = false, .keep_proc = keep_proc};
     cq__pool_block_begin(&block);
     intptr_t result = 0;
     for (;;) {
@@ -98,6 +101,11 @@ CQ_INLINE intptr_t cq__wait(const struct cq__wait_ops *ops, void *ctx, cq_time_t
         errno = ETIMEDOUT; /* after the block bracket, which may have made system calls */
     }
     return result;
+}
+
+CQ_INLINE intptr_t cq__wait(const struct cq__wait_ops *ops, void *ctx, cq_time_t timeout)
+{
+    return cq__wait_keeping(ops, ctx, timeout, false);
 }
 
 #endif /* CQ_WAIT_INTERNAL_H */
