@@ -326,18 +326,42 @@ bool cq__queue_sync_drain_first(struct cq_queue_s *q, struct cq__item *mine)
     return held;
 }
 
-void cq__queue_drain_taken(struct cq_queue_s *q)
+void cq__queue_drain_taken(struct cq_queue_s *q, const struct cq__item *stop)
 {
-    struct caller_context caller;
-    hide_caller(&caller); /* the sync's own levels are not above q's items */
     if (cq__unlikely(cq__queue_target(q)->kind != CQ__QUEUE_ROOT)) {
         cq__queue_unlock(q, true); /* retargeted since the look: its drain is due there */
-    } else if (cq__unlikely(cq__load(&cq__thread_naming_ms, relaxed) != 0)) {
-        serial_drain_named(q);
-    } else {
-        serial_drain(q);
+        return;
     }
+    struct caller_context caller;
+    hide_caller(&caller); /* the sync's own levels are not above q's items */
+    struct cq__frame f;
+    cq__frame_push(&f, q, true);
+    bool held = true;
+    for (uint32_t budget = CQ__DRAIN_BUDGET; budget != 0; budget--) {
+        struct cq__item *it = cq__mpsc_pop(&q->tail, &q->head);
+        if (it == NULL) {
+            break;
+        }
+        cq__queue_count_pop(q);
+        if (it->kind == CQ__ITEM_SYNC_WAITER) {
+            handoff_to_waiter(it); /* q is that thread's now */
+            held = false;
+            break;
+        }
+        cq__item_invoke(it);
+        if (it == stop) {
+            break; /* the helper's own chain had its turn: the rest is not its to run */
+        }
+        if (cq__unlikely(q->retargeted) || (cq__load(&q->state, relaxed) & CQ__QS_SUSPEND_MASK)) {
+            q->retargeted = false; /* the next items run on the new target, or after the resume */
+            break;
+        }
+    }
+    cq__frame_pop(&f);
     restore_caller(&caller);
+    if (held) {
+        drain_finish(q, false);
+    }
 }
 
 enum cq__help_result cq__queue_help_group(struct cq_queue_s *q,

@@ -237,8 +237,9 @@ CQ_INTERNAL bool cq__queue_sync_drain_first(struct cq_queue_s *q, struct cq__ite
  * (LOCK, no reference yet) instead of putting it on its target; else q is due for a drain. */
 CQ_INTERNAL void cq__queue_let_waiters_in(struct cq_queue_s *q, bool locked);
 /* Serial queue q, on a global queue, taken by a sync waiter on its thread (LOCK beside
- * ENQUEUED, with LOCK's own reference): drains it there as a worker would (queue_drain.c). */
-CQ_INTERNAL void cq__queue_drain_taken(struct cq_queue_s *q);
+ * ENQUEUED, with LOCK's own reference): drains it there as a worker would, up to the item
+ * `stop` (its own chain's: compared, never followed), and lets it go (queue_drain.c). */
+CQ_INTERNAL void cq__queue_drain_taken(struct cq_queue_s *q, const struct cq__item *stop);
 /* Hands an item that now holds one unit of q's width to q's target (queue.c; the concurrent
  * drain uses it). */
 CQ_INTERNAL void cq__queue_redirect(struct cq_queue_s *q, struct cq__item *it, unsigned flags);

@@ -153,15 +153,20 @@ void cq__queue_let_waiters_in(struct cq_queue_s *q, bool locked)
 }
 
 /*
- * A sync waiter that holds no queue, waiting at serial queue q on another serial queue: if q
- * is due for a drain in its target's list, and so on up to a queue t due for a drain on a
- * global queue and not held, it takes t beside ENQUEUED (as sync_take_queued does) and drains
- * t on its thread as a worker would: q's turn comes inside (nested), and q's items run up to
- * the first waiter, which q is handed to. Tasks doing async then sync onto q1 and onto q2,
- * with q1 targeting q2, left both queues waiting for a drain queued behind those very tasks
- * while every worker waited in them: they stalled for good (libdispatch: 0.2 s).
+ * A sync waiter at serial queue q on another serial queue: if q is due for a drain in its
+ * target's list, and so on up to a queue t due for a drain on a global queue and not held, it
+ * takes t beside ENQUEUED (as sync_take_queued does) and drains t on its thread as a worker
+ * would, up to the item of the level below t: q's turn comes inside (nested), and q's items run
+ * up to the first waiter, which q is handed to. Tasks doing async then sync onto q1 and onto
+ * q2, with q1 targeting q2, left both queues waiting for a drain queued behind those very
+ * tasks while every worker waited in them: they stalled for good (libdispatch: 0.2 s).
+ * Everything it runs runs before its own sync in any case. A waiter that holds another queue
+ * (`free` false: the sync is made from a queue's work) helps only a chain of two: in a longer
+ * one the middle level's drain goes on past q's item, and an item there that syncs onto the
+ * queue this thread holds would wait for this very thread.
  */
-static struct cq_queue_s *help_chain_take(struct cq_queue_s *q, bool *held)
+static struct cq_queue_s *help_chain_take(struct cq_queue_s *q, bool free, bool *held,
+                                          struct cq__item **stop)
 {
     struct cq_queue_s *c = q;
     for (unsigned depth = 0;; depth++) {
@@ -174,9 +179,10 @@ static struct cq_queue_s *help_chain_take(struct cq_queue_s *q, bool *held)
         if (t->kind == CQ__QUEUE_ROOT) {
             break;
         }
-        if (t->kind != CQ__QUEUE_SERIAL || depth == HELP_CHAIN_DEPTH) {
+        if (t->kind != CQ__QUEUE_SERIAL || depth == (free ? HELP_CHAIN_DEPTH : 1)) {
             return NULL;
         }
+        *stop = &c->item;
         c = t;
     }
     if (c == q) {
@@ -196,22 +202,24 @@ static struct cq_queue_s *help_chain_take(struct cq_queue_s *q, bool *held)
 
 /* Returns true if it found a queue of the chain held by another thread, which moves the chain
  * on (the caller's wait is behind it). */
-static bool sync_help_chain(struct cq_queue_s *q)
+static bool sync_help_chain(struct cq_queue_s *q, bool free)
 {
     bool held = false;
+    struct cq__item *stop = NULL;
     cq__rcu_read_lock(); /* the queues above q are not held: one may be freed meanwhile */
-    struct cq_queue_s *c = help_chain_take(q, &held);
+    struct cq_queue_s *c = help_chain_take(q, free, &held, &stop);
     cq__rcu_read_unlock();
     if (c != NULL) {
-        cq__queue_drain_taken(c);
+        cq__queue_drain_taken(c, stop); /* stop: compared, never followed */
     }
     return held;
 }
 
-/* Takes q for a sync; returns whether the caller now holds the drain's reference. `outer`:
- * the level the caller asked for, with no queue held (it may run the items ahead of it: see
- * cq__queue_pass_to_waiter). */
-static bool sync_acquire(struct cq_queue_s *q, bool exclusive, bool barrier, bool outer)
+/* Takes q for a sync; returns whether the caller now holds the drain's reference. `free`: the
+ * caller held no queue before this sync (see sync_help_chain). Any waiter may run the items
+ * ahead of it (cq__queue_pass_to_waiter): they run before its own block in any case, so an
+ * item that needs a queue this thread holds would wait for it on any thread. */
+static bool sync_acquire(struct cq_queue_s *q, bool exclusive, bool barrier, bool free)
 {
     if (exclusive ? cq__queue_try_lock(q) : cq__queue_try_acquire_width(q)) {
         return false;
@@ -221,7 +229,7 @@ static bool sync_acquire(struct cq_queue_s *q, bool exclusive, bool barrier, boo
     cq__event_init(&w.event);
     w.drain_ref = false;
     w.drain_first = false;
-    w.can_drain = outer && q->kind == CQ__QUEUE_SERIAL;
+    w.can_drain = q->kind == CQ__QUEUE_SERIAL && cq__tls.help_depth < CQ__HELP_DEPTH_MAX;
     bool others = cq__add(&q->sync_waiters, 1, relaxed) != 0;
     cq__queue_count_push(q);
     if (cq__mpsc_push(&q->tail, &q->head, &w.item, &w.item)) {
@@ -237,7 +245,7 @@ static bool sync_acquire(struct cq_queue_s *q, bool exclusive, bool barrier, boo
     }
     bool chain_held = false;
     if (chain) {
-        chain_held = sync_help_chain(q);
+        chain_held = sync_help_chain(q, free);
     } else if (w.can_drain) {
         sync_take_queued(q);
     }
@@ -261,7 +269,7 @@ static bool sync_acquire(struct cq_queue_s *q, bool exclusive, bool barrier, boo
                  * comes due for a drain that no worker will run */
                 if (!cq__event_wait_until(&w.event, behind, cq__now_ns() + poll_ns)) {
                     poll_ns = poll_ns * 2 < HELP_POLL_MAX_NS ? poll_ns * 2 : HELP_POLL_MAX_NS;
-                    sync_help_chain(q);
+                    sync_help_chain(q, free);
                     continue;
                 }
             } else if (behind) {

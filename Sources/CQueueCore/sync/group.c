@@ -403,8 +403,9 @@ static inline intptr_t emptied(struct cq_group_s *g, uint64_t s)
  * through a group and waits for the group handed its CPU to a spare thread while it waited,
  * which took the next such task: 400 tasks each giving two 1 ms items to one serial queue grew
  * the process to the thread limit (255) with its message; libdispatch ran them on 6 threads in
- * the same time. The waiter (holding no queue) now runs the queue's items itself, up to the
- * last of its group, if the queue is due for a drain and not held (cq__queue_help_group); while
+ * the same time. The waiter now runs the queue's items itself, up to the last of its group (they
+ * run before that one in any case: one that needs a queue the waiter holds would wait for it
+ * on any thread), if the queue is due for a drain and not held (cq__queue_help_group); while
  * another thread holds the queue it waits behind it, keeping its CPU's proc as a sync behind
  * another sync does, and looks again after 1 ms, then twice the wait before, up to 64 ms: a
  * drain that stops (its budget, a retarget) queues the queue behind the waiting tasks, and
@@ -464,7 +465,8 @@ intptr_t cq_group_wait(cq_group_t g, cq_time_t timeout)
         }
     }
     struct group_wait w = {.g = g, .gen = gen};
-    if (cq__tls.group_queue != NULL && timeout == CQ_TIME_FOREVER && cq__holds_no_queue()) {
+    if (cq__tls.group_queue != NULL && timeout == CQ_TIME_FOREVER &&
+        cq__tls.help_depth < CQ__HELP_DEPTH_MAX) {
         return help_and_wait(g, &w);
     }
     intptr_t r = cq__wait(&group_wait_ops, &w, timeout);
