@@ -636,7 +636,13 @@ static void queue_dispose(struct cq__object *o)
         /* Dead from here on: a call on the queue from its finalizer (a submission would bring
          * it back to life and dispose of it twice) is reported as a use of a freed object */
         q->obj.cls = NULL;
-        cq_async_f(cq__load(&q->target, relaxed), q, finalize_queue);
+        /* q's reference to its target goes in finalize_queue, which may run (and the target be
+         * freed) before cq_async_f's wake-up of the target has returned: hold one of our own
+         * meanwhile (ThreadSanitizer saw the free race that wake-up's look at the state) */
+        struct cq_queue_s *target = cq__load(&q->target, relaxed);
+        cq__ref_retain(&target->obj);
+        cq_async_f(target, q, finalize_queue);
+        cq__ref_release(&target->obj);
     } else {
         queue_free(q);
     }
