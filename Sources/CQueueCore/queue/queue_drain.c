@@ -68,9 +68,8 @@ bool cq__queue_pass_to_waiter(struct cq_queue_s *q, struct cq__item *it)
     /* q is held: its target is fixed. A queue on another queue runs only inside that one's
      * drain, which the waiter does not hold. */
     if (q->kind == CQ__QUEUE_SERIAL && cq__queue_target(q)->kind == CQ__QUEUE_ROOT) {
-        /* The first waiter that holds no queue, among the first few: one that holds a queue (a
-         * sync onto a queue that targets q, waiting for q while holding that one) cannot run
-         * q's items, and a drain queued behind the tasks that wait in those syncs never came
+        /* The first waiter that may run them, among the first few (one deep in nested help
+         * may not): a drain queued behind the tasks that wait in those syncs never came
          * (tasks doing async then sync onto q and onto a queue targeting q stalled for good).
          * The items ahead of it include the waiters before it, which it hands q to in turn
          * (cq__queue_sync_drain_first). */
@@ -279,8 +278,8 @@ bool cq__queue_sync_pass_on(struct cq_queue_s *q)
 }
 
 /* The sync waiter `mine` was handed q (LOCK and its reference) by cq__queue_pass_to_waiter to
- * run the items ahead of it first: it runs them on its thread (which holds no queue but global
- * ones) with q's frame alone, as a worker's drain shows them. */
+ * run the items ahead of it first: it runs them on its thread with q's frame alone (its own
+ * queues and group hidden), as a worker's drain shows them. */
 bool cq__queue_sync_drain_first(struct cq_queue_s *q, struct cq__item *mine)
 {
     struct cq__sync_waiter *w = (struct cq__sync_waiter *)mine;

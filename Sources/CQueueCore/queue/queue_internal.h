@@ -5,7 +5,7 @@
  *   LOCK          drain ownership: held by the drainer, an uncontended sync / barrier sync, or a
  *                 sync waiter the drainer handed the queue to. Exclusive.
  *   ENQUEUED      the queue sits on its target (or the main thread's run loop), a drain is due.
- *                 With LOCK (serial queues only): a sync waiter that holds no queue took the
+ *                 With LOCK (serial queues only): a sync waiter (or a group waiter) took the
  *                 queue to run the items ahead of it (see sync_take_queued in queue_sync.c);
  *                 the drain due, when it comes, only clears ENQUEUED, and an unlock before it
  *                 leaves the rest to it instead of putting the queue on its target again.
@@ -209,7 +209,7 @@ CQ_INLINE bool cq__holds_no_queue(void)
 }
 
 /* cq_group_wait's help (queue_drain.c): serial queue q (the caller holds a reference) got
- * group work from the waiting thread, which holds no queue. If q is due for a drain and not
+ * group work from the waiting thread. If q is due for a drain and not
  * held, takes it beside ENQUEUED and runs its items up to the last one `mine` accepts (they
  * run before that one in any case), then lets it go. Returns CQ__HELP_RAN if it ran any,
  * CQ__HELP_HELD if another thread holds q (and so moves it on), else CQ__HELP_NONE. */

@@ -84,7 +84,7 @@ static void sync_waiter_wakeup(struct cq_queue_s *q)
 }
 
 /*
- * A sync waiter that holds no queue (its item pushed) found serial queue q due for a drain on
+ * A sync waiter (its item pushed) found serial queue q due for a drain on
  * its target and not held: takes q, leaving ENQUEUED set (see queue_internal.h), and hands it
  * to the first sync waiter in the list to run the items ahead of it, itself or one that came
  * before, as a holder letting q go would (cq__queue_pass_to_waiter). Waiting for that drain

@@ -19,8 +19,9 @@ struct cq__sync_waiter {
     struct cq__item item;
     struct cq__event event;
     bool drain_ref;         /* written by the drainer before the signal */
-    bool can_drain;         /* written before the push: the waiter holds no queue (a serial queue's
-                               items may run on its thread: cq__queue_pass_to_waiter) */
+    bool can_drain;         /* written before the push: a serial queue's items ahead of the
+                               waiter may run on its thread (cq__queue_pass_to_waiter); false
+                               deep in nested help */
     bool drain_first;       /* written by the holder before the signal: the waiter was handed the
                                queue to run the items ahead of it first */
     cq_function_t function; /* CQ__ITEM_EXEC_WAITER only */
