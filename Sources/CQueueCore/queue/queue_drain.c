@@ -325,25 +325,24 @@ bool cq__queue_sync_drain_first(struct cq_queue_s *q, struct cq__item *mine)
     return held;
 }
 
-void cq__queue_drain_taken(struct cq_queue_s *q, const struct cq__item *stop)
+/* A waiting thread that took serial queue q (LOCK and its reference) runs at most `max` of its
+ * items, as q and with its own context hidden, stopping after `stop` (compared, never
+ * followed), at a sync waiter (handed q) or a retarget or suspension; then lets q go. */
+static void run_taken(struct cq_queue_s *q, uint32_t max, const struct cq__item *stop)
 {
-    if (cq__unlikely(cq__queue_target(q)->kind != CQ__QUEUE_ROOT)) {
-        cq__queue_unlock(q, true); /* retargeted since the look: its drain is due there */
-        return;
-    }
     struct caller_context caller;
-    hide_caller(&caller); /* the sync's own levels are not above q's items */
+    hide_caller(&caller);
     struct cq__frame f;
     cq__frame_push(&f, q, true);
     bool held = true;
-    for (uint32_t budget = CQ__DRAIN_BUDGET; budget != 0; budget--) {
+    for (uint32_t i = 0; i < max; i++) {
         struct cq__item *it = cq__mpsc_pop(&q->tail, &q->head);
         if (it == NULL) {
             break;
         }
         cq__queue_count_pop(q);
         if (it->kind == CQ__ITEM_SYNC_WAITER) {
-            handoff_to_waiter(it); /* q is that thread's now */
+            handoff_to_waiter(it); /* q is that thread's now; it moves q on */
             held = false;
             break;
         }
@@ -361,6 +360,15 @@ void cq__queue_drain_taken(struct cq_queue_s *q, const struct cq__item *stop)
     if (held) {
         drain_finish(q, false);
     }
+}
+
+void cq__queue_drain_taken(struct cq_queue_s *q, const struct cq__item *stop)
+{
+    if (cq__unlikely(cq__queue_target(q)->kind != CQ__QUEUE_ROOT)) {
+        cq__queue_unlock(q, true); /* retargeted since the look: its drain is due there */
+        return;
+    }
+    run_taken(q, CQ__DRAIN_BUDGET, stop);
 }
 
 enum cq__help_result cq__queue_help_group(struct cq_queue_s *q,
@@ -392,30 +400,7 @@ enum cq__help_result cq__queue_help_group(struct cq_queue_s *q,
         /* acquire: pairs with the producer's release store linking it->next */
         it = cq__load(&it->next, acquire);
     }
-    struct caller_context caller;
-    hide_caller(&caller);
-    struct cq__frame f;
-    cq__frame_push(&f, q, true);
-    bool held = true;
-    for (uint32_t i = 0; i < last; i++) {
-        struct cq__item *it = cq__mpsc_pop(&q->tail, &q->head);
-        cq__queue_count_pop(q);
-        if (it->kind == CQ__ITEM_SYNC_WAITER) {
-            handoff_to_waiter(it); /* q is that thread's now; it moves q on */
-            held = false;
-            break;
-        }
-        cq__item_invoke(it);
-        if (cq__unlikely(q->retargeted) || (cq__load(&q->state, relaxed) & CQ__QS_SUSPEND_MASK)) {
-            q->retargeted = false; /* the next items run on the new target, or after the resume */
-            break;
-        }
-    }
-    cq__frame_pop(&f);
-    restore_caller(&caller);
-    if (held) {
-        drain_finish(q, false);
-    }
+    run_taken(q, last, NULL);
     return last != 0 ? CQ__HELP_RAN : CQ__HELP_NONE;
 }
 
