@@ -22,6 +22,10 @@
 #define MIXED_ROUNDS 50
 /* Generous against libdispatch's 4-7: a waiting task per thread would be hundreds. */
 #define MAX_THREADS 48
+/* Through a chain CQueueCore grows more (7-36 beside a parallel ctest; libdispatch 9-10): its
+ * waiters help only when no worker has, after a look that comes 1-64 ms later. Still far from a
+ * thread per task (400). */
+#define MAX_THREADS_CHAIN 64
 
 /* The threads of this process now, from /proc/self/task. */
 static long thread_count(void)
@@ -263,7 +267,7 @@ static void test_async_then_sync_through_a_chain(void)
     CHECK_EQ(chain_counts[0], 2L * CHAIN_ROUNDS * (CHAIN_TASKS / 2));
     CHECK_EQ(chain_counts[1], 2L * CHAIN_ROUNDS * (CHAIN_TASKS / 2));
     CHECK_EQ(compat_load(&chain_overlap), 0);
-    CHECK(most <= MAX_THREADS);
+    CHECK(most <= MAX_THREADS_CHAIN);
     dispatch_release(g);
     dispatch_release(chain_inner);
     dispatch_release(chain_outer);
