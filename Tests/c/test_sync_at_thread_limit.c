@@ -213,6 +213,7 @@ static void test_async_then_sync_through_a_chain(void)
 #define RESUME_TASKS 400
 
 static cq_queue_t resume_q;
+static cq_semaphore_t resume_arrived; /* a task is about to wait at resume_q */
 static long resume_serial_count; /* only touched on resume_q (serial) */
 static atomic_long resume_reads, resume_writes, resume_bad, resume_inside;
 
@@ -224,6 +225,7 @@ static void resume_increment(void *ctx)
 
 static void resume_serial_task(void *ctx)
 {
+    cq_semaphore_signal(resume_arrived);
     if ((intptr_t)ctx % 2) {
         cq_async_f(resume_q, NULL, resume_increment); /* work ahead of the waiters */
     }
@@ -250,6 +252,7 @@ static void resume_write(void *ctx)
 
 static void resume_concurrent_task(void *ctx)
 {
+    cq_semaphore_signal(resume_arrived);
     if ((intptr_t)ctx % 10 == 0) {
         cq_barrier_sync_f(resume_q, NULL, resume_write);
     } else {
@@ -258,10 +261,11 @@ static void resume_concurrent_task(void *ctx)
 }
 
 /* Waits until the pool has hit its thread limit since `hits` (every thread then waits at the
- * suspended queue, and tasks are left over). */
+ * suspended queue, and tasks are left over): looks after each task's arrival, the event that
+ * comes before a hit, and after each 10 ms without one (the hit follows the last arrival). */
 static void wait_for_limit(uint32_t hits)
 {
-    uint64_t deadline = cq_test_now_ns() + 60ull * 1000000000u;
+    uint64_t deadline = cq_test_now_ns() + (uint64_t)CQ_TEST_PATIENCE_NS;
     struct cq_runtime_info info;
     for (;;) {
         cq_runtime_get_info(&info);
@@ -269,7 +273,7 @@ static void wait_for_limit(uint32_t hits)
             return;
         }
         REQUIRE(cq_test_now_ns() < deadline);
-        usleep(1000);
+        (void)cq_semaphore_wait(resume_arrived, cq_time(CQ_TIME_NOW, 10 * 1000000ll));
     }
 }
 
@@ -279,6 +283,7 @@ static void wait_for_limit(uint32_t hits)
 static void run_resume_with_waiters(bool concurrent)
 {
     resume_q = cq_queue_create("resumed", concurrent ? CQ_QUEUE_CONCURRENT : NULL);
+    resume_arrived = cq_semaphore_create(0);
     cq_suspend(resume_q);
     struct cq_runtime_info info;
     cq_runtime_get_info(&info);
@@ -291,6 +296,7 @@ static void run_resume_with_waiters(bool concurrent)
     cq_resume(resume_q);
     WAIT_GROUP(g);
     cq_release(g);
+    cq_release(resume_arrived);
 }
 
 static void test_resume_with_waiters(void)

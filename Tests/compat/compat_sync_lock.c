@@ -61,6 +61,20 @@ static long wait_counting_threads(dispatch_group_t g)
     return most;
 }
 
+/* Runs n tasks on a global queue, task i with context i, and waits for them, sampling the
+ * thread count meanwhile; returns the most seen. */
+static long run_counting_threads(long n, dispatch_function_t fn)
+{
+    dispatch_group_t g = dispatch_group_create();
+    long i;
+    for (i = 0; i < n; i++) {
+        dispatch_group_async_f(g, compat_global(), (void *)(intptr_t)i, fn);
+    }
+    long most = wait_counting_threads(g);
+    dispatch_release(g);
+    return most;
+}
+
 /* Holds the CPU for about `us` microseconds (work done under the lock). */
 static void hold(long us)
 {
@@ -97,20 +111,14 @@ static void lock_task(void *context)
 
 static void test_serial_queue_as_lock(void)
 {
-    dispatch_group_t g = dispatch_group_create();
-    int i;
     lock_q = dispatch_queue_create("compat.lock", NULL);
-    for (i = 0; i < LOCK_TASKS; i++) {
-        dispatch_group_async_f(g, compat_global(), NULL, lock_task);
-    }
-    long most = wait_counting_threads(g);
+    long most = run_counting_threads(LOCK_TASKS, lock_task);
     dispatch_sync_f(lock_q, NULL, compat_noop);
     fprintf(stderr, "   %d tasks took turns through dispatch_sync: at most %ld threads\n",
             LOCK_TASKS, most);
     CHECK_EQ(lock_counter, LOCK_TASKS);
     CHECK_EQ(compat_load(&lock_overlap), 0);
     CHECK(most <= MAX_THREADS);
-    dispatch_release(g);
     dispatch_release(lock_q);
 }
 
@@ -158,13 +166,8 @@ static void rw_task(void *context)
 
 static void test_readers_and_writers(void)
 {
-    dispatch_group_t g = dispatch_group_create();
-    long i;
     rw_q = dispatch_queue_create("compat.rw", DISPATCH_QUEUE_CONCURRENT);
-    for (i = 0; i < RW_TASKS; i++) {
-        dispatch_group_async_f(g, compat_global(), (void *)(intptr_t)i, rw_task);
-    }
-    long most = wait_counting_threads(g);
+    long most = run_counting_threads(RW_TASKS, rw_task);
     dispatch_barrier_sync_f(rw_q, NULL, compat_noop);
     fprintf(stderr, "   %d readers and writers through sync and barrier sync: at most %ld threads\n",
             RW_TASKS, most);
@@ -172,7 +175,6 @@ static void test_readers_and_writers(void)
     CHECK_EQ(compat_load(&rw_reads), RW_TASKS - RW_TASKS / 10);
     CHECK_EQ(compat_load(&rw_bad), 0);
     CHECK(most <= MAX_THREADS);
-    dispatch_release(g);
     dispatch_release(rw_q);
 }
 
@@ -199,20 +201,14 @@ static void mixed_task(void *context)
 
 static void test_async_then_sync(void)
 {
-    dispatch_group_t g = dispatch_group_create();
-    int i;
     mixed_q = dispatch_queue_create("compat.mixed", NULL);
-    for (i = 0; i < MIXED_TASKS; i++) {
-        dispatch_group_async_f(g, compat_global(), NULL, mixed_task);
-    }
-    long most = wait_counting_threads(g);
+    long most = run_counting_threads(MIXED_TASKS, mixed_task);
     dispatch_sync_f(mixed_q, NULL, compat_noop);
     fprintf(stderr, "   %d tasks queueing work, then waiting with dispatch_sync: at most %ld "
                     "threads\n",
             MIXED_TASKS, most);
     CHECK_EQ(mixed_counter, 2L * MIXED_TASKS * MIXED_ROUNDS);
     CHECK(most <= MAX_THREADS);
-    dispatch_release(g);
     dispatch_release(mixed_q);
 }
 
@@ -251,15 +247,10 @@ static void chain_task(void *context)
  * threads; before that, the thread limit); libdispatch took 0.2 s on 9-10 threads. */
 static void test_async_then_sync_through_a_chain(void)
 {
-    dispatch_group_t g = dispatch_group_create();
-    intptr_t i;
     chain_outer = dispatch_queue_create("compat.chain.outer", NULL);
     chain_inner = dispatch_queue_create("compat.chain.inner", NULL);
     dispatch_set_target_queue(chain_inner, chain_outer);
-    for (i = 0; i < CHAIN_TASKS; i++) {
-        dispatch_group_async_f(g, compat_global(), (void *)i, chain_task);
-    }
-    long most = wait_counting_threads(g);
+    long most = run_counting_threads(CHAIN_TASKS, chain_task);
     dispatch_sync_f(chain_inner, NULL, compat_noop);
     fprintf(stderr, "   %d tasks queueing work, then waiting, on two chained queues: at most %ld "
                     "threads\n",
@@ -268,7 +259,6 @@ static void test_async_then_sync_through_a_chain(void)
     CHECK_EQ(chain_counts[1], 2L * CHAIN_ROUNDS * (CHAIN_TASKS / 2));
     CHECK_EQ(compat_load(&chain_overlap), 0);
     CHECK(most <= MAX_THREADS_CHAIN);
-    dispatch_release(g);
     dispatch_release(chain_inner);
     dispatch_release(chain_outer);
 }
@@ -313,13 +303,8 @@ static void group_task(void *context)
  * them on 6 threads in the same time. */
 static void test_group_wait_for_a_serial_queue(void)
 {
-    dispatch_group_t all = dispatch_group_create();
-    int i;
     group_q = dispatch_queue_create("compat.group", NULL);
-    for (i = 0; i < GROUP_TASKS; i++) {
-        dispatch_group_async_f(all, compat_global(), NULL, group_task);
-    }
-    long most = wait_counting_threads(all);
+    long most = run_counting_threads(GROUP_TASKS, group_task);
     dispatch_sync_f(group_q, NULL, compat_noop);
     fprintf(stderr, "   %d tasks waiting for their groups' work on a serial queue: at most %ld "
                     "threads\n",
@@ -327,7 +312,6 @@ static void test_group_wait_for_a_serial_queue(void)
     CHECK_EQ(group_counter, (long)GROUP_TASKS * GROUP_ITEMS);
     CHECK_EQ(compat_load(&group_overlap), 0);
     CHECK(most <= MAX_THREADS);
-    dispatch_release(all);
     dispatch_release(group_q);
 }
 

@@ -208,6 +208,16 @@ CQ_INLINE bool cq__holds_no_queue(void)
     return true;
 }
 
+/* A waiter that may run a queue's work but is not told when it comes due (a sync through a
+ * chain, a group wait behind the queue's holder) looks again after CQ__HELP_POLL_FIRST_NS, then
+ * after twice the wait before, up to CQ__HELP_POLL_MAX_NS. */
+#define CQ__HELP_POLL_FIRST_NS 1000000ll
+#define CQ__HELP_POLL_MAX_NS 64000000ll
+CQ_INLINE int64_t cq__help_poll_next(int64_t ns)
+{
+    return ns * 2 < CQ__HELP_POLL_MAX_NS ? ns * 2 : CQ__HELP_POLL_MAX_NS;
+}
+
 /* cq_group_wait's help (queue_drain.c): serial queue q (the caller holds a reference) got
  * group work from the waiting thread. If q is due for a drain and not
  * held, takes it beside ENQUEUED and runs its items up to the last one `mine` accepts (they

@@ -52,11 +52,8 @@ static void wait_on_main_thread(struct cq__sync_waiter *w)
 static bool sync_hand_to_next_waiter(struct cq_queue_s *q);
 static void sync_let_go(struct cq_queue_s *q);
 
-/* How far up a target chain sync_help_chain looks, and how often a waiter that may help looks
- * again: after HELP_POLL_FIRST_NS, then twice the wait before, up to HELP_POLL_MAX_NS. */
+/* How far up a target chain sync_help_chain looks. */
 #define HELP_CHAIN_DEPTH 8u
-#define HELP_POLL_FIRST_NS 1000000u
-#define HELP_POLL_MAX_NS 64000000u
 
 /*
  * A sync waiter's push found q's list empty, and q is neither held nor due for a drain: its
@@ -262,13 +259,13 @@ static bool sync_acquire(struct cq_queue_s *q, bool exclusive, bool barrier, boo
     if (q == &cq__main_queue && cq__is_main_thread()) {
         wait_on_main_thread(&w);
     } else {
-        uint64_t poll_ns = HELP_POLL_FIRST_NS;
+        int64_t poll_ns = CQ__HELP_POLL_FIRST_NS;
         for (;;) {
             if (chain) {
                 /* looks again now and then: nothing tells a waiter when the chain above it
                  * comes due for a drain that no worker will run */
-                if (!cq__event_wait_until(&w.event, behind, cq__now_ns() + poll_ns)) {
-                    poll_ns = poll_ns * 2 < HELP_POLL_MAX_NS ? poll_ns * 2 : HELP_POLL_MAX_NS;
+                if (!cq__event_wait_until(&w.event, behind, cq__now_ns() + (uint64_t)poll_ns)) {
+                    poll_ns = cq__help_poll_next(poll_ns);
                     sync_help_chain(q, free);
                     continue;
                 }

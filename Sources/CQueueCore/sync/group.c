@@ -411,14 +411,11 @@ static inline intptr_t emptied(struct cq_group_s *g, uint64_t s)
  * drain that stops (its budget, a retarget) queues the queue behind the waiting tasks, and
  * nothing else tells the waiter. Only unbounded waits by pool threads help.
  */
-#define HELP_POLL_FIRST_NS 1000000ll
-#define HELP_POLL_MAX_NS 64000000ll
-
 static intptr_t help_and_wait(struct cq_group_s *g, struct group_wait *w)
 {
     struct cq_queue_s *q = (struct cq_queue_s *)cq__tls.group_queue; /* a serial queue */
     cq__ref_retain(&q->obj); /* an item run here may give group work elsewhere: the TLS one goes */
-    int64_t poll_ns = HELP_POLL_FIRST_NS;
+    int64_t poll_ns = CQ__HELP_POLL_FIRST_NS;
     for (;;) {
         enum cq__help_result h = cq__queue_help_group(q, is_task_of, g);
         if (group_done(w)) {
@@ -436,7 +433,7 @@ static intptr_t help_and_wait(struct cq_group_s *g, struct group_wait *w)
         if (cq__wait_keeping(&group_wait_ops, w, cq_time(CQ_TIME_NOW, poll_ns), true) == 0) {
             break;
         }
-        poll_ns = poll_ns * 2 < HELP_POLL_MAX_NS ? poll_ns * 2 : HELP_POLL_MAX_NS;
+        poll_ns = cq__help_poll_next(poll_ns);
     }
     cq__ref_release(&q->obj);
     return emptied(g, cq__load(&g->state, relaxed));
