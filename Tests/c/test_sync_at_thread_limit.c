@@ -17,12 +17,14 @@
  * target for a worker's drain: with every thread up to the limit waiting at the suspended
  * queue, none was left for that drain (hung on every run).
  *
- * The same through a serial queue that targets another: a waiter that holds no queue drains
- * the chain's top queue itself when the chain is due for a drain that no worker runs.
+ * The same through a serial queue that targets another: a waiter drains the chain's top queue
+ * itself when the chain is due for a drain that no worker runs, also one whose sync is made
+ * from a queue's work, through three levels.
  *
  * With a limit of 8 threads (2 workers): readers and writers of a concurrent queue, a serial
  * queue used as a lock, tasks that queue work on a serial queue and then sync onto it (also
- * through a chain), and a serial and a concurrent queue resumed with syncs waiting.
+ * through a chain of two, and of three from a queue's work), and a serial and a concurrent
+ * queue resumed with syncs waiting.
  */
 #include "cq_test.h"
 
@@ -123,7 +125,8 @@ static void test_serial_queue_as_lock(void)
     cq_release(lock_q);
 }
 
-/* ---- queueing work, then waiting for the queue ------------------------------------------------ */
+/* ---- queueing work, then waiting for the queue ------------------------------------------------
+ */
 
 #define MIXED_TASKS 400
 #define MIXED_ROUNDS 20
@@ -208,13 +211,93 @@ static void test_async_then_sync_through_a_chain(void)
     cq_release(chain_outer);
 }
 
+/* ---- from a queue's work, through a chain of three ------------------------------------- */
+
+#define DEEP_TASKS 60
+#define DEEP_ROUNDS 30
+#define DEEP_LEVELS 3
+#define DEEP_OWNERS 1
+
+static cq_queue_t deep_q[DEEP_LEVELS];   /* deep_q[i] targets deep_q[i + 1] */
+static cq_queue_t deep_own[DEEP_OWNERS]; /* serial queues some syncs are made from */
+static long deep_count;                  /* only touched on deep_q[DEEP_LEVELS - 1] */
+static atomic_long deep_inside, deep_overlap;
+
+static void deep_increment(void *ctx)
+{
+    (void)ctx;
+    if (atomic_fetch_add(&deep_inside, 1) != 0) {
+        atomic_fetch_add(&deep_overlap, 1);
+    }
+    deep_count++;
+    atomic_fetch_sub(&deep_inside, 1);
+}
+
+static void deep_owned(void *ctx)
+{
+    intptr_t level = (intptr_t)ctx;
+    cq_async_f(deep_q[(level + 1) % DEEP_LEVELS], NULL, deep_increment);
+    cq_sync_f(deep_q[level], NULL, deep_increment);
+}
+
+static void deep_task(void *ctx)
+{
+    intptr_t task = (intptr_t)ctx;
+    for (int r = 0; r < DEEP_ROUNDS; r++) {
+        intptr_t level = (task + r) % DEEP_LEVELS;
+        cq_async_f(deep_q[level], NULL, deep_increment);
+        if (r % 3 == 0) {
+            cq_sync_f(deep_own[task % DEEP_OWNERS], (void *)level, deep_owned);
+        } else {
+            cq_sync_f(deep_q[level], NULL, deep_increment);
+        }
+    }
+}
+
+/* The same through a chain of three serial queues, every third sync made from a block on
+ * another serial queue: such a waiter helped chains of two only (a longer chain's middle level
+ * ran on past its item), and at the limit the syncs made from a queue's work waited for a
+ * worker that never came (hung on every run). Each level of a helper's drain now stops after
+ * the item that leads to the helper's own queue. */
+static void test_from_a_queue_through_three_levels(void)
+{
+    for (int i = DEEP_LEVELS - 1; i >= 0; i--) {
+        deep_q[i] = cq_queue_create("deep", NULL);
+        if (i < DEEP_LEVELS - 1) {
+            cq_set_target_queue(deep_q[i], deep_q[i + 1]);
+        }
+    }
+    for (int i = 0; i < DEEP_OWNERS; i++) {
+        deep_own[i] = cq_queue_create("deep.owner", NULL);
+    }
+    cq_group_t g = cq_group_create();
+    for (intptr_t i = 0; i < DEEP_TASKS; i++) {
+        cq_group_async_f(g, cq_get_global_queue(0, 0), (void *)i, deep_task);
+    }
+    WAIT_GROUP(g);
+    cq_sync_f(deep_q[0], NULL, deep_increment);
+    long per_task = 0;
+    for (int r = 0; r < DEEP_ROUNDS; r++) {
+        per_task += r % 3 == 0 ? 3 : 2;
+    }
+    CHECK_EQ(deep_count, per_task * DEEP_TASKS + 1);
+    CHECK_EQ(atomic_load(&deep_overlap), 0);
+    cq_release(g);
+    for (int i = 0; i < DEEP_OWNERS; i++) {
+        cq_release(deep_own[i]);
+    }
+    for (int i = 0; i < DEEP_LEVELS; i++) {
+        cq_release(deep_q[i]);
+    }
+}
+
 /* ---- resuming a queue that syncs wait for ------------------------------------------------- */
 
 #define RESUME_TASKS 400
 
 static cq_queue_t resume_q;
 static cq_semaphore_t resume_arrived; /* a task is about to wait at resume_q */
-static long resume_serial_count; /* only touched on resume_q (serial) */
+static long resume_serial_count;      /* only touched on resume_q (serial) */
 static atomic_long resume_reads, resume_writes, resume_bad, resume_inside;
 
 static void resume_increment(void *ctx)
@@ -323,6 +406,7 @@ int main(void)
     RUN(test_serial_queue_as_lock);
     RUN(test_async_then_sync);
     RUN(test_async_then_sync_through_a_chain);
+    RUN(test_from_a_queue_through_three_levels);
     RUN(test_resume_with_waiters);
     TEST_MAIN_END();
 }

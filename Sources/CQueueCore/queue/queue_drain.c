@@ -145,6 +145,10 @@ CQ_INLINE void serial_drain(struct cq_queue_s *q)
             q->retargeted = false; /* the next items run on the new target */
             budget = 0;
         }
+        if (cq__unlikely(cq__tls.help_stops != NULL) &&
+            cq__help_stop_at(cq__tls.help_stops, q, it)) {
+            budget = 0; /* a sync waiter's chain: its own queue has had its turn (queue_sync.c) */
+        }
         if (budget) {
             budget--;
         }

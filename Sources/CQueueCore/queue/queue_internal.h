@@ -193,19 +193,28 @@ CQ_INTERNAL unsigned cq__queue_root_prio(struct cq_queue_s *q);
 /* Fires the task_enqueue probe for `it` submitted to q (when a tracer is attached). */
 #define CQ__PROBE_ENQUEUE(q, it) CQ_PROBE3(task_enqueue, (q)->label, (it), cq__queue_root_prio(q))
 
-/* Whether the calling thread runs on no queue but a global one (a task of a global queue, or
- * no task at all): work of a queue may then run on it while it waits. */
-CQ_INLINE bool cq__holds_no_queue(void)
+/* Levels of a target chain a sync waiter drains on its thread (queue_sync.c). */
+#define CQ__HELP_CHAIN_DEPTH 8u
+
+/* A sync waiter at c[0] draining its chain c[0] -> c[1] -> ... -> c[n] (cq__tls.help_stops):
+ * the drain of c[i] (i >= 1) stops after the item of c[i - 1], the one that leads to the
+ * waiter's own queue. */
+struct cq__help_stops {
+    struct cq_queue_s *queue[CQ__HELP_CHAIN_DEPTH + 1];
+    uint32_t n;
+};
+
+/* Whether the drain of q, a level of the chain in cq__tls.help_stops, has just run the item
+ * that leads to the helping waiter's queue (serial_drain, queue_drain.c). */
+CQ_INLINE bool cq__help_stop_at(const struct cq__help_stops *h, struct cq_queue_s *q,
+                                const struct cq__item *it)
 {
-    if (cq__tls.help_depth != 0) {
-        return false; /* a task helped by a waiter: the waiter's queues are below it */
-    }
-    for (struct cq__frame *f = cq__tls.frame; f; f = f->prev) {
-        if (f->queue->kind != CQ__QUEUE_ROOT) {
-            return false;
+    for (uint32_t i = 1; i <= h->n; i++) {
+        if (h->queue[i] == q) {
+            return it == &h->queue[i - 1]->item;
         }
     }
-    return true;
+    return false;
 }
 
 /* A waiter that may run a queue's work but is not told when it comes due (a sync through a

@@ -52,9 +52,6 @@ static void wait_on_main_thread(struct cq__sync_waiter *w)
 static bool sync_hand_to_next_waiter(struct cq_queue_s *q);
 static void sync_let_go(struct cq_queue_s *q);
 
-/* How far up a target chain sync_help_chain looks. */
-#define HELP_CHAIN_DEPTH 8u
-
 /*
  * A sync waiter's push found q's list empty, and q is neither held nor due for a drain: its
  * holder let it go after this waiter's attempt to take it failed, or (a concurrent queue) this
@@ -153,33 +150,41 @@ void cq__queue_let_waiters_in(struct cq_queue_s *q, bool locked)
  * A sync waiter at serial queue q on another serial queue: if q is due for a drain in its
  * target's list, and so on up to a queue t due for a drain on a global queue and not held, it
  * takes t beside ENQUEUED (as sync_take_queued does) and drains t on its thread as a worker
- * would, up to the item of the level below t: q's turn comes inside (nested), and q's items run
- * up to the first waiter, which q is handed to. Tasks doing async then sync onto q1 and onto
- * q2, with q1 targeting q2, left both queues waiting for a drain queued behind those very
- * tasks while every worker waited in them: they stalled for good (libdispatch: 0.2 s).
- * Everything it runs runs before its own sync in any case. A waiter that holds another queue
- * (`free` false: the sync is made from a queue's work) helps only a chain of two: in a longer
- * one the middle level's drain goes on past q's item, and an item there that syncs onto the
- * queue this thread holds would wait for this very thread.
+ * would: q's turn comes inside (nested), and q's items run up to the first waiter, which q is
+ * handed to. Tasks doing async then sync onto q1 and onto q2, with q1 targeting q2, left both
+ * queues waiting for a drain queued behind those very tasks while every worker waited in them:
+ * they stalled for good (libdispatch: 0.2 s).
+ *
+ * Each level's drain stops after the item of the level below it (chain->queue[0] is q,
+ * chain->queue[n] is t; cq__tls.help_stops for the levels nested in t's drain). What it runs
+ * then comes before this waiter's own block in any case: at q, the items ahead of it; at a
+ * level above, items pushed before this thread's sync reaches that level, which it does only
+ * once it holds the level below. Going on past the item, a drain would run items that come
+ * after that, and one that syncs onto a queue this thread holds (the sync made from a queue's
+ * work) would wait for this very thread. Without the stops such a waiter helped chains of two
+ * only; a sync from a queue's work onto a chain of three waited for the monitor's additions of
+ * threads: 30 tasks took 17-20 s or hung (libdispatch 0.02 s).
  */
-static struct cq_queue_s *help_chain_take(struct cq_queue_s *q, bool free, bool *held,
-                                          struct cq__item **stop)
+static struct cq_queue_s *help_chain_take(struct cq_queue_s *q, bool *held,
+                                          struct cq__help_stops *chain)
 {
     struct cq_queue_s *c = q;
-    for (unsigned depth = 0;; depth++) {
+    chain->n = 0;
+    for (;;) {
         uint64_t s = cq__load(&c->state, relaxed);
         if (!(s & CQ__QS_ENQUEUED) || (s & (CQ__QS_LOCK | CQ__QS_SUSPEND_MASK))) {
             *held = (s & CQ__QS_LOCK) && !(s & CQ__QS_SUSPEND_MASK);
             return NULL; /* not due for a drain, or someone sees to it */
         }
+        chain->queue[chain->n] = c;
         struct cq_queue_s *t = cq__queue_target(c); /* c is not held: a hint, checked below */
         if (t->kind == CQ__QUEUE_ROOT) {
             break;
         }
-        if (t->kind != CQ__QUEUE_SERIAL || depth == (free ? HELP_CHAIN_DEPTH : 1)) {
+        if (t->kind != CQ__QUEUE_SERIAL || chain->n == CQ__HELP_CHAIN_DEPTH) {
             return NULL;
         }
-        *stop = &c->item;
+        chain->n++;
         c = t;
     }
     if (c == q) {
@@ -199,24 +204,28 @@ static struct cq_queue_s *help_chain_take(struct cq_queue_s *q, bool free, bool 
 
 /* Returns true if it found a queue of the chain held by another thread, which moves the chain
  * on (the caller's wait is behind it). */
-static bool sync_help_chain(struct cq_queue_s *q, bool free)
+static bool sync_help_chain(struct cq_queue_s *q)
 {
     bool held = false;
-    struct cq__item *stop = NULL;
+    struct cq__help_stops chain;
     cq__rcu_read_lock(); /* the queues above q are not held: one may be freed meanwhile */
-    struct cq_queue_s *c = help_chain_take(q, free, &held, &stop);
+    struct cq_queue_s *c = help_chain_take(q, &held, &chain);
     cq__rcu_read_unlock();
     if (c != NULL) {
-        cq__queue_drain_taken(c, stop); /* stop: compared, never followed */
+        /* the levels between q and c: compared, never followed (queue_internal.h) */
+        const struct cq__help_stops *outer = cq__tls.help_stops;
+        cq__tls.help_stops = &chain;
+        cq__queue_drain_taken(c, &chain.queue[chain.n - 1]->item);
+        cq__tls.help_stops = outer;
     }
     return held;
 }
 
-/* Takes q for a sync; returns whether the caller now holds the drain's reference. `free`: the
- * caller held no queue before this sync (see sync_help_chain). Any waiter may run the items
+/* Takes q for a sync; returns whether the caller now holds the drain's reference. Any waiter
+ * may run the items
  * ahead of it (cq__queue_pass_to_waiter): they run before its own block in any case, so an
  * item that needs a queue this thread holds would wait for it on any thread. */
-static bool sync_acquire(struct cq_queue_s *q, bool exclusive, bool barrier, bool free)
+static bool sync_acquire(struct cq_queue_s *q, bool exclusive, bool barrier)
 {
     if (exclusive ? cq__queue_try_lock(q) : cq__queue_try_acquire_width(q)) {
         return false;
@@ -242,7 +251,7 @@ static bool sync_acquire(struct cq_queue_s *q, bool exclusive, bool barrier, boo
     }
     bool chain_held = false;
     if (chain) {
-        chain_held = sync_help_chain(q, free);
+        chain_held = sync_help_chain(q);
     } else if (w.can_drain) {
         sync_take_queued(q);
     }
@@ -266,7 +275,7 @@ static bool sync_acquire(struct cq_queue_s *q, bool exclusive, bool barrier, boo
                  * comes due for a drain that no worker will run */
                 if (!cq__event_wait_until(&w.event, behind, cq__now_ns() + (uint64_t)poll_ns)) {
                     poll_ns = cq__help_poll_next(poll_ns);
-                    sync_help_chain(q, free);
+                    sync_help_chain(q);
                     continue;
                 }
             } else if (behind) {
@@ -412,7 +421,7 @@ static void sync_level(struct cq_queue_s *q, bool barrier, void *ctx, cq_functio
 {
     bool exclusive = barrier || cq__queue_is_exclusive(q);
     check_deadlock(q, exclusive, requested, call);
-    bool drain_ref = sync_acquire(q, exclusive, barrier, cq__holds_no_queue());
+    bool drain_ref = sync_acquire(q, exclusive, barrier);
     struct cq__frame f = {.queue = q, .exclusive = exclusive, .prev = NULL};
     if (upper) {
         upper->prev = &f;

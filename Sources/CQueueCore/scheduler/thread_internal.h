@@ -32,7 +32,10 @@ struct cq__tls {
     struct cq__frame *frame;   /* innermost frame */
     struct cq__task *cache;    /* free tasks (linked through item.next) */
     uint32_t cache_count;
-    uint32_t help_depth;                /* nesting of tasks run while waiting (cq__pool_help) */
+    uint32_t help_depth; /* nesting of tasks run while waiting (cq__pool_help) */
+    /* a sync waiter draining its target chain: where each level's drain stops (queue_sync.c,
+     * sync_help_chain); NULL otherwise */
+    const struct cq__help_stops *help_stops;
     struct cq__inject_chunk *inject[4]; /* this thread's chunk of each inject queue */
     struct cq_group_s *group; /* the group of the task running (cq_group_async_f), or NULL */
     /* pool threads: the serial queue the running item last gave group work to, with a
