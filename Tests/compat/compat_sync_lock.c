@@ -11,7 +11,8 @@
  * (libdispatch: 0.16 s on 9 threads). The fourth case is the third through a serial queue that
  * targets another serial queue; the fifth gives the work through a group and waits for the
  * group; the sixth makes some of its syncs from another serial queue's work onto a chain of
- * three; in the seventh, the queue's work sleeps in the kernel.
+ * three; the seventh has a concurrent queue in the middle of its chain; in the eighth, the
+ * queue's work sleeps in the kernel.
  */
 #include "compat_test.h"
 
@@ -418,6 +419,154 @@ static void test_from_a_queue_through_three_levels(void)
     }
 }
 
+/* ---- a serial queue on a concurrent queue on a serial queue ------------------------------ */
+
+#define MIXED3_TASKS 32
+#define MIXED3_ROUNDS 20
+
+static dispatch_queue_t m3_lane, m3_pool, m3_top; /* lane -> pool (concurrent) -> top */
+static long m3_in_lane, m3_in_pool, m3_in_top, m3_barrier;
+static long m3_bad, m3_ran;
+static long m3_last[MIXED3_TASKS]; /* per task: the last lane section's sequence number */
+
+static void m3_enter(void)
+{
+    if (compat_add(&m3_in_top, 1) != 1) { /* everything runs inside top: one at a time */
+        compat_add(&m3_bad, 1);
+    }
+    compat_add(&m3_in_pool, 1);
+    if (compat_load(&m3_barrier)) {
+        compat_add(&m3_bad, 1);
+    }
+}
+
+static void m3_leave(void)
+{
+    compat_add(&m3_in_pool, -1);
+    compat_add(&m3_in_top, -1);
+    compat_add(&m3_ran, 1);
+}
+
+/* context: task * MIXED3_ROUNDS * 2 + its sequence number on the lane */
+static void m3_lane_section(void *context)
+{
+    intptr_t c = (intptr_t)context;
+    intptr_t task = c / (MIXED3_ROUNDS * 2), seq = c % (MIXED3_ROUNDS * 2);
+    m3_enter();
+    if (compat_add(&m3_in_lane, 1) != 1 || m3_last[task] != seq - 1) {
+        compat_add(&m3_bad, 1);
+    }
+    m3_last[task] = seq;
+    compat_add(&m3_in_lane, -1);
+    m3_leave();
+}
+
+static void m3_pool_section(void *context)
+{
+    (void)context;
+    m3_enter();
+    m3_leave();
+}
+
+static void m3_barrier_section(void *context)
+{
+    (void)context;
+    if (compat_add(&m3_in_top, 1) != 1 || compat_add(&m3_in_pool, 1) != 1) {
+        compat_add(&m3_bad, 1);
+    }
+    compat_add(&m3_barrier, 1);
+    compat_add(&m3_barrier, -1);
+    compat_add(&m3_in_pool, -1);
+    compat_add(&m3_in_top, -1);
+    compat_add(&m3_ran, 1);
+}
+
+static void m3_top_section(void *context)
+{
+    (void)context;
+    if (compat_add(&m3_in_top, 1) != 1) {
+        compat_add(&m3_bad, 1);
+    }
+    compat_add(&m3_in_top, -1);
+    compat_add(&m3_ran, 1);
+}
+
+static void m3_task(void *context)
+{
+    intptr_t task = (intptr_t)context;
+    intptr_t seq = 0;
+    int r, h;
+    for (r = 0; r < MIXED3_ROUNDS; r++) {
+        for (h = 0; h < 2; h++) { /* an async, then a sync of the same kind */
+            switch ((task + r) % 4) {
+            case 0: {
+                void *c = (void *)(task * MIXED3_ROUNDS * 2 + seq++);
+                if (h) {
+                    dispatch_sync_f(m3_lane, c, m3_lane_section);
+                } else {
+                    dispatch_async_f(m3_lane, c, m3_lane_section);
+                }
+                break;
+            }
+            case 1:
+                if (h) {
+                    dispatch_sync_f(m3_pool, NULL, m3_pool_section);
+                } else {
+                    dispatch_async_f(m3_pool, NULL, m3_pool_section);
+                }
+                break;
+            case 2:
+                if (h) {
+                    dispatch_barrier_sync_f(m3_pool, NULL, m3_barrier_section);
+                } else {
+                    dispatch_barrier_async_f(m3_pool, NULL, m3_barrier_section);
+                }
+                break;
+            default:
+                if (h) {
+                    dispatch_sync_f(m3_top, NULL, m3_top_section);
+                } else {
+                    dispatch_async_f(m3_top, NULL, m3_top_section);
+                }
+                break;
+            }
+        }
+    }
+}
+
+/* Tasks queue work and sync onto each level of a chain with a concurrent queue in the middle
+ * (syncs, barrier syncs, tasks and barriers on it): every section once, the lane's in order
+ * per task, nothing beside a barrier, and everything one at a time under the top queue. The
+ * holder of the lane waits for the concurrent queue's drain, which can be queued behind tasks
+ * that each become a waiter keeping its worker's CPU: CQueueCore took 0.5-6 s in some runs
+ * (libdispatch 0.02 s), waiting for the monitor's additions of threads, a second apart at
+ * most; the same with the lane straight on a global queue, 7-20 s (libdispatch hangs there). */
+static void test_through_a_concurrent_level(void)
+{
+    int i;
+    m3_top = dispatch_queue_create("compat.m3.top", NULL);
+    m3_pool = dispatch_queue_create("compat.m3.pool", DISPATCH_QUEUE_CONCURRENT);
+    dispatch_set_target_queue(m3_pool, m3_top);
+    m3_lane = dispatch_queue_create("compat.m3.lane", NULL);
+    dispatch_set_target_queue(m3_lane, m3_pool);
+    for (i = 0; i < MIXED3_TASKS; i++) {
+        m3_last[i] = -1;
+    }
+    long most = run_counting_threads(MIXED3_TASKS, m3_task);
+    dispatch_sync_f(m3_lane, NULL, compat_noop);
+    dispatch_barrier_sync_f(m3_pool, NULL, compat_noop);
+    dispatch_sync_f(m3_top, NULL, compat_noop);
+    fprintf(stderr,
+            "   %d tasks on a serial queue on a concurrent queue on a serial queue: at most "
+            "%ld threads\n",
+            MIXED3_TASKS, most);
+    CHECK_EQ(compat_load(&m3_ran), 2L * MIXED3_TASKS * MIXED3_ROUNDS);
+    CHECK_EQ(compat_load(&m3_bad), 0);
+    dispatch_release(m3_lane);
+    dispatch_release(m3_pool);
+    dispatch_release(m3_top);
+}
+
 /* ---- waiting for a serial queue whose work sleeps ------------------------------------------ */
 
 #define SLEEPY_BLOCKS 10
@@ -480,6 +629,7 @@ int main(void)
     RUN(test_async_then_sync_through_a_chain);
     RUN(test_group_wait_for_a_serial_queue);
     RUN(test_from_a_queue_through_three_levels);
+    RUN(test_through_a_concurrent_level);
     RUN(test_sync_behind_work_that_sleeps);
     TEST_MAIN_END();
 }

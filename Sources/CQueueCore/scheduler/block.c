@@ -36,6 +36,7 @@ void cq__pool_block_begin(struct cq__block *blk)
     cq__add(&cq__pool.blocked, 1, relaxed);
     struct cq__proc *p = t->proc;
     if (p == NULL) {
+        cq__pool_procless_end(t); /* waiting, not running */
         return;
     }
     struct cq__band *b = &cq__pool.band[p->band];
@@ -98,11 +99,22 @@ void cq__pool_block_end(struct cq__block *blk)
     cq__sub(&cq__pool.blocked, 1, relaxed);
     struct cq__thread *t = cq__tls.thread;
     if (t->proc != NULL && cq__load(&t->proc->kept, relaxed)) {
+        cq__add(&cq__pool.band[t->band].kept_ended, 1, relaxed);
         cq__store(&t->proc->kept, 0, relaxed);
         cq__store(&t->proc->running, 1, relaxed); /* its task goes on */
     }
-    if (t->proc == NULL) {
-        cq__pool_acquire_proc(t,
-                              false); /* take an idle proc if there is one; otherwise run without */
+    if (t->proc == NULL &&
+        cq__pool_acquire_proc(t, false) == NULL) { /* an idle proc if there is one */
+        /* otherwise its task goes on without one: counted, for the monitor */
+        t->procless = true;
+        cq__add(&cq__pool.band[t->band].procless, 1, relaxed);
+    }
+}
+
+void cq__pool_procless_end(struct cq__thread *t)
+{
+    if (t->procless) {
+        t->procless = false;
+        cq__sub(&cq__pool.band[t->band].procless, 1, relaxed);
     }
 }

@@ -163,6 +163,7 @@ struct cq__thread {
     bool searching;        /* owner-private: counted in its band's idle word's searching */
     bool wake_searching;   /* set by whoever unparks us: we were counted as searching */
     bool retire;           /* set under the pool lock: exit instead of running */
+    bool procless;         /* owner-private: counted in its band's `procless` */
     uint8_t band;          /* written once: the band whose procs it runs */
     struct cq__thread *next_spare;
     pthread_t pthread;
@@ -191,6 +192,12 @@ struct cq__band {
     uint32_t base;        /* procs it keeps: extra ones above this retire when idle */
     uint32_t spare_limit; /* parked spare threads it keeps */
     bool extras;          /* the monitor may add procs to it */
+    /* its threads that came back from a wait to run their task without a proc (none was
+     * idle; block.c), until the task returns or waits again: the monitor's ALL_KEPT_TICKS */
+    _Atomic uint32_t procless;
+    /* waits that kept a proc of the band and have ended (block.c): the monitor's sign that
+     * such waits move on (ALL_KEPT_TICKS) */
+    _Atomic uint32_t kept_ended;
     /* protected by the pool lock */
     struct cq__proc *idle_parked; /* idle procs whose thread is parked with them */
     struct cq__proc *idle_free;   /* idle procs without a thread */
@@ -277,6 +284,9 @@ CQ_INTERNAL bool cq__pool_help(bool (*pred)(struct cq__item *, void *), void *ar
  * (registered with cq__sleep_hooks_register by pool.c). */
 CQ_INTERNAL void cq__pool_block_begin(struct cq__block *b);
 CQ_INTERNAL void cq__pool_block_end(struct cq__block *b);
+/* block.c: thread t, counted in its band's `procless` since a wait, is no longer running its
+ * task without a proc (the task returned, or waits again). */
+CQ_INTERNAL void cq__pool_procless_end(struct cq__thread *t);
 
 CQ_INTERNAL uint32_t cq__pool_workers(void);
 

@@ -160,6 +160,7 @@ static void worker_loop(struct cq__thread *t)
     for (;;) {
         struct cq__proc *p = t->proc;
         if (cq__unlikely(p == NULL)) {
+            cq__pool_procless_end(t); /* its task returned */
             if ((p = cq__pool_acquire_proc(t, true)) == NULL) {
                 return;
             }
