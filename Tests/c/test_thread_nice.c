@@ -205,9 +205,96 @@ static void test_threads_started_from_background_work(void)
     CHECK_EQ(nice, express);
 }
 
+/* ---- a background task's sync onto a busy queue of higher priority ----------------------- */
+
+static cq_queue_t state_q;
+static cq_semaphore_t holder_in, holder_go;
+static atomic_int section_nice = 100, section_runs, section_on_queue;
+static int state_key;
+
+static void holder(void *ctx)
+{
+    (void)ctx;
+    cq_semaphore_signal(holder_in);
+    WAIT_SEMA(holder_go); /* state_q is held (busy) until the test lets go */
+}
+
+static void state_section(void *ctx)
+{
+    (void)ctx;
+    atomic_store(&section_nice, my_nice());
+    atomic_fetch_add(&section_runs, 1);
+    if (cq_get_specific(&state_key) == &state_key) {
+        atomic_fetch_add(&section_on_queue, 1);
+    }
+}
+
+static atomic_int bg_caller_nice = 100;
+
+static void count_state_queued(void *ctx, const struct cq_introspect_queue *queue)
+{
+    if (queue->queue == (const void *)state_q) {
+        *(uint32_t *)ctx = queue->queued;
+    }
+}
+
+static uint32_t state_queued(void)
+{
+    struct cq_introspect_visitor visitor = {.queue = count_state_queued};
+    uint32_t queued = 0;
+    cq_introspect(&visitor, &queued);
+    return queued;
+}
+
+static void background_sync(void *ctx)
+{
+    atomic_store(&bg_caller_nice, my_nice());
+    cq_sync_f(state_q, NULL, state_section);
+    cq_group_leave((cq_group_t)ctx);
+}
+
+/* A background task (nice 19) syncs onto a default-priority serial queue that is busy: the
+ * sync is made by a worker at the pool's nice value, so the queue is never held by a thread
+ * that the kernel runs after everything else (with other processes busy, ~1.5 % of a CPU:
+ * every waiter behind it waited that much longer). The section still runs on the queue, once,
+ * before cq_sync_f returns. */
+static void test_background_sync_onto_a_busy_queue(void)
+{
+    int base = my_nice();
+    state_q = cq_queue_create("state", NULL);
+    cq_queue_set_specific(state_q, &state_key, &state_key, NULL);
+    holder_in = cq_semaphore_create(0);
+    holder_go = cq_semaphore_create(0);
+    cq_async_f(state_q, NULL, holder);
+    WAIT_SEMA(holder_in);
+    cq_group_t group = cq_group_create();
+    cq_group_enter(group);
+    cq_async_f(cq_get_global_queue(CQ_QUEUE_PRIORITY_BACKGROUND, 0), group, background_sync);
+    /* until the sync waits at state_q (someone's sync item queued behind the holder) */
+    uint64_t deadline = cq_test_now_ns() + (uint64_t)CQ_TEST_PATIENCE_NS;
+    while (state_queued() == 0) {
+        REQUIRE(cq_test_now_ns() < deadline);
+        struct timespec d = {0, 200000};
+        nanosleep(&d, NULL);
+    }
+    cq_semaphore_signal(holder_go);
+    WAIT_GROUP(group);
+    fprintf(stderr, "   background caller at nice %d, its section at %d\n",
+            atomic_load(&bg_caller_nice), atomic_load(&section_nice));
+    CHECK_EQ(atomic_load(&bg_caller_nice), 19);
+    CHECK_EQ(atomic_load(&section_runs), 1);
+    CHECK_EQ(atomic_load(&section_on_queue), 1);
+    CHECK_EQ(atomic_load(&section_nice), base);
+    cq_release(group);
+    cq_release(holder_in);
+    cq_release(holder_go);
+    cq_release(state_q);
+}
+
 int main(void)
 {
     setenv("CQ_WORKERS", "2", 1); /* before the pool starts */
     RUN(test_threads_started_from_background_work);
+    RUN(test_background_sync_onto_a_busy_queue);
     TEST_MAIN_END();
 }
