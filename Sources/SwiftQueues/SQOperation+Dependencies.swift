@@ -81,7 +81,10 @@ extension SQOperation {
             queue = state.queueReference()
             return true
         }
-        deliverer?.deliver()
+        if let deliverer {
+            handOff.submitTaken()
+            deliverer.deliver()
+        }
         if ready {
             queue?.operationBecameReady(self, handOff: &handOff)
         }

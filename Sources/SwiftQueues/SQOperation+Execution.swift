@@ -138,7 +138,13 @@ extension SQOperation {
             }
             handOff.finishing?.pointee.finishingQueue = queue
         }
-        deliverer?.deliver()
+        if let deliverer {
+            // Observers of `.finished` run where the completion block does, and waiting for
+            // the operation from them returns at once as from that block: the operation is
+            // finished, and the rest of its finish runs on this thread after them (waiting
+            // there stopped with a message about waiting from inside start(), or hung).
+            SQOperationContext.runCompletion({ deliverer.deliver() }, of: self)
+        }
         if let completion {
             SQOperationContext.runCompletion(completion, of: self)
         }

@@ -5,7 +5,10 @@ extension SQOperation {
     /// The handler runs on the thread that made the change, or on one delivering earlier
     /// changes of this operation, after the change, with no lock held; handlers of one
     /// operation never run concurrently. A change the handler causes is delivered after it
-    /// returns. Don't block in it.
+    /// returns. Don't block in it: the thread may be one that adds operations to a queue, or
+    /// finishes this operation. From ``StateChange/finished``, ``waitUntilFinished()`` on this
+    /// operation returns at once, as from its completion block; no other operation waits for
+    /// the handler to return.
     ///
     /// Thread-safe; never blocks. Not in Foundation (Darwin: KVO on `isReady`, `isExecuting`,
     /// `isFinished`, `isCancelled`).

@@ -1,7 +1,10 @@
+import CQueueCore
+
 /// Where a finishing operation's start path may take the next operation to start itself
 /// (see ``SQOperationContext``): passed down explicitly through the library's own finish
-/// path (dependents released, queue slot freed) and never through code that runs user code
-/// in between, so that a deferred start can never be waited for by the thread deferring it.
+/// path (dependents released, queue slot freed). Before user code runs on that path (state
+/// observers), the operation taken goes to the pool (``submitTaken()``), so that a deferred
+/// start can never be waited for, nor held back, by the thread deferring it.
 /// Not public API.
 internal struct SQOperationHandOff {
     /// The C queue the finishing operation ran on; only an operation submitted to the same
@@ -26,5 +29,16 @@ internal struct SQOperationHandOff {
         guard taken == nil, let own = self.target, own == target else { return false }
         taken = link
         return true
+    }
+
+    /// User code (observers) is about to run on this thread, before the operation taken
+    /// would start: it goes to the pool now. A taken operation waited for that code: an
+    /// observer that took 300 ms held back the next operation of its queue, or a dependent
+    /// in another queue, by as much, and one that waited for its queue to empty hung.
+    mutating func submitTaken() {
+        if let link = taken, let target {
+            taken = nil
+            cq_async_f(target, link.toOpaque(), sqStartQueuedOperation)
+        }
     }
 }

@@ -4,8 +4,11 @@ extension SQOperationQueue {
     ///
     /// The handler runs on the thread that made the change, or on one delivering earlier
     /// changes of this queue, with no lock held; handlers of one queue never run
-    /// concurrently. Don't block in it. While a queue is observed, starting an operation
-    /// takes the queue lock once more (to order its `started` change).
+    /// concurrently. Don't block in it: the thread may be one that adds operations to this
+    /// queue (a handler waiting there for an operation not added yet would wait for ever).
+    /// No other operation waits for the handler to return: the next operation a finish frees
+    /// starts on another thread while the handler runs. While a queue is observed, starting
+    /// an operation takes the queue lock once more (to order its `started` change).
     ///
     /// Thread-safe; never blocks. Not in Foundation (Darwin: KVO on the queue's properties).
     public func observeStateChanges(

@@ -187,7 +187,12 @@ extension SQOperationQueue {
             Unmanaged.passUnretained(operation).release()
         }
         SQOperationQueue.releaseRetired(released, onAddingThread: false)
-        deliverer?.deliver()
+        if let deliverer {
+            handOff.submitTaken()
+            // As the operation's own observers (finishOperation): waiting for it from here
+            // returns at once.
+            SQOperationContext.runCompletion({ deliverer.deliver() }, of: operation)
+        }
         for waiter in idleWaiters {
             waiter.signal()
         }

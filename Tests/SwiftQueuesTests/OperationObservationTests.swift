@@ -217,6 +217,67 @@ func describe(_ change: SQOperationQueue.StateChange, names: [ObjectIdentifier: 
         #expect(received.withLock { $0 } == [.cancelled])
     }
 
+    /// A queue's `.finished` observer that waits for the next operation (the next one of its
+    /// own queue of width 1, or a dependent in another queue) sees it run. That operation was
+    /// handed to the finishing thread to start after the finish, which runs the observer
+    /// first: the wait could never end (found by a user-side probe; a slow observer held the
+    /// next operation back by as long).
+    @Test(arguments: [true, false])
+    func testObserverWaitingForTheNextOperationSeesItRun(sameQueue: Bool) {
+        let first = SQOperationQueue()
+        first.maxConcurrentOperationCount = 1
+        let second = sameQueue ? first : SQOperationQueue()
+        let nextRan = SQSemaphore(value: 0)
+        let observerSawIt = SQSemaphore(value: 0)
+        // a finishes once both are added: the thread adding them delivers the queue's changes
+        // while it adds (whoever publishes delivers), and an observer run there, before b is
+        // added, would wait for b for ever.
+        let gate = SQSemaphore(value: 0)
+        let a = SQBlockOperation { gate.wait() }
+        let b = SQBlockOperation { nextRan.signal() }
+        let observation = first.observeStateChanges { [unowned a] change in
+            if case .finished(let operation) = change, operation === a,
+                nextRan.wait(timeout: patience()) == .success
+            {
+                observerSawIt.signal()
+            }
+        }
+        if sameQueue {
+            first.addOperations([a, b], waitUntilFinished: false)
+        } else {
+            b.addDependency(a)
+            second.addOperation(b)
+            first.addOperation(a)
+        }
+        gate.signal()
+        #expect(arrived(observerSawIt))
+        #expect(completes {
+            first.waitUntilAllOperationsAreFinished()
+            second.waitUntilAllOperationsAreFinished()
+        })
+        observation.invalidate()
+    }
+
+    /// `waitUntilFinished()` from the operation's own `.finished` observer returns at once, as
+    /// from its completion block: the operation is finished, and the rest of its finish runs
+    /// after the observer on the same thread. It stopped with a message about waiting from
+    /// inside `start()` (found by a user-side probe).
+    @Test func testWaitingFromTheOperationsOwnFinishedObserverReturns() {
+        let queue = SQOperationQueue()
+        let operation = SQBlockOperation {}
+        let returned = SQSemaphore(value: 0)
+        let observation = operation.observeStateChanges { [unowned operation] change in
+            if change == .finished {
+                operation.waitUntilFinished()
+                returned.signal()
+            }
+        }
+        queue.addOperation(operation)
+        #expect(arrived(returned))
+        #expect(finishes(operation))
+        _ = observation
+    }
+
     @Test func testQueueStreamEndsWhenTheQueueIsFreed() async {
         let count = Counter()
         let stream: AsyncStream<SQOperationQueue.StateChange>
