@@ -268,20 +268,19 @@ static uint32_t tick_band(unsigned band, bool *could_not_add, uint32_t *kept)
         }
     }
     *kept += kept_here;
+    /* see ALL_KEPT_TICKS: counted on consecutive ticks of this band with work waiting */
+    struct cq__band *b = &cq__pool.band[band];
+    uint32_t ended = cq__load(&b->kept_ended, relaxed);
+    bool all = kept_here != 0 && kept_here == live && cq__load(&b->procless, relaxed) == 0 &&
+               ended == kept_ended_seen[band];
+    all_kept[band] = all ? all_kept[band] + 1 : 0;
+    kept_ended_seen[band] = ended;
     if (blocked && live < cq__pool.band[band].base + BLOCKED_REPLACEMENTS * blocked &&
         cq__pool_band_saturated(band)) {
         /* Work waits and a CPU is idle because its task sleeps in the kernel: replace it (see
          * BLOCKED_REPLACEMENTS). */
         *could_not_add |= !cq__pool_add_extra_proc(band);
     } else if (kept_here && cq__pool_band_saturated(band)) {
-        /* see ALL_KEPT_TICKS */
-        struct cq__band *b = &cq__pool.band[band];
-        uint32_t ended = cq__load(&b->kept_ended, relaxed);
-        all_kept[band] = kept_here == live && cq__load(&b->procless, relaxed) == 0 &&
-                                 ended == kept_ended_seen[band]
-                             ? all_kept[band] + 1
-                             : 0;
-        kept_ended_seen[band] = ended;
         if (all_kept[band] >= ALL_KEPT_TICKS || kept_proc_due()) {
             *could_not_add |= !cq__pool_add_extra_proc(band);
         }
@@ -306,6 +305,8 @@ static bool tick(void)
         if (cq__pool_band_work_waiting(band)) {
             waiting = true;
             blocked += tick_band(band, &could_not_add, &kept);
+        } else {
+            all_kept[band] = 0; /* see ALL_KEPT_TICKS: ticks in a row with work waiting */
         }
     }
     if (kept == 0) {
