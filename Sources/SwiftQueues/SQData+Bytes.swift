@@ -60,10 +60,10 @@ extension SQData {
     /// Copies the bytes in `range` to `pointer`, which must have room for them.
     /// Dispatch: `DispatchData.copyBytes(to:from:)`.
     public func copyBytes(to pointer: UnsafeMutableRawBufferPointer, from range: Range<Int>) {
-        precondition(
+        sqRequire(
             range.lowerBound >= 0 && range.upperBound <= count,
             "SQData.copyBytes: the range \(range) is outside 0..<\(count)")
-        precondition(
+        sqRequire(
             range.count <= pointer.count,
             "SQData.copyBytes: \(range.count) bytes do not fit in \(pointer.count)")
         guard !range.isEmpty, let base = pointer.baseAddress else {
@@ -101,7 +101,7 @@ extension SQData {
             guard !range.isEmpty else {
                 return 0
             }
-            precondition(
+            sqRequire(
                 range.lowerBound >= 0 && range.lowerBound < total && range.upperBound <= total,
                 "SQData.copyBytes: the range \(range) is outside 0..<\(total)")
             copyRange = range.lowerBound..<(range.lowerBound + Swift.min(room, range.count))

@@ -28,7 +28,7 @@ extension SQData: RandomAccessCollection {
     /// over the regions, O(log regions). To visit every byte, iterate (region by region) or use
     /// ``enumerateBytes(_:)``. Dispatch: `DispatchData.subscript(_:)`.
     public subscript(index: Int) -> UInt8 {
-        precondition(index >= 0 && index < count, "SQData: index \(index) out of range 0..<\(count)")
+        sqRequire(index >= 0 && index < count, "SQData: index \(index) out of range 0..<\(count)")
         let handle = storage.handle
         let region = cq_data_region_index(handle, index)
         var start = 0

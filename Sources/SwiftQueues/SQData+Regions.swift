@@ -40,7 +40,7 @@ extension SQData {
 
         /// The byte at `index` (`0..<count`; another index stops the process).
         public subscript(index: Int) -> UInt8 {
-            precondition(
+            sqRequire(
                 index >= 0 && index < size,
                 "SQData.Region: index \(index) out of range 0..<\(size)")
             return withExtendedLifetime(owner) {

@@ -131,7 +131,7 @@ public struct SQData: Sendable {
     /// clamps, as libdispatch's does).
     /// Dispatch: `DispatchData.subdata(in:)`.
     public func subdata(in range: Range<Int>) -> SQData {
-        precondition(
+        sqRequire(
             range.lowerBound >= 0 && range.upperBound <= count,
             "SQData.subdata(in: \(range)): the range is outside 0..<\(count)")
         if range.isEmpty {
@@ -145,7 +145,7 @@ public struct SQData: Sendable {
     /// (no bytes copied). A location at or past the end gives ``empty`` and ``count``.
     /// Dispatch: `DispatchData.region(location:)`.
     public func region(location: Int) -> (data: SQData, offset: Int) {
-        precondition(location >= 0, "SQData.region(location: \(location)): negative location")
+        sqRequire(location >= 0, "SQData.region(location: \(location)): negative location")
         var offset = 0
         let region = cq_data_copy_region(storage.handle, location, &offset)!
         return (SQData(adopting: region), offset)

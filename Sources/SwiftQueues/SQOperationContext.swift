@@ -33,7 +33,7 @@ internal struct SQOperationContext {
     private static func makeKey() -> pthread_key_t {
         var key = pthread_key_t()
         let status = pthread_key_create(&key, nil)
-        precondition(status == 0, "SQOperationQueue: pthread_key_create failed (\(status))")
+        sqRequire(status == 0, "SQOperationQueue: pthread_key_create failed (\(status))")
         return key
     }
 

@@ -38,7 +38,7 @@ internal struct SQOperationLock<Value>: @unchecked Sendable {
             pthread_mutex_init($0, &attributes)
         }
         pthread_mutexattr_destroy(&attributes)
-        precondition(status == 0, "SQOperationQueue: pthread_mutex_init failed (\(status))")
+        sqRequire(status == 0, "SQOperationQueue: pthread_mutex_init failed (\(status))")
     }
 
     /// Frees the lock and the value. No thread may use the lock any more.

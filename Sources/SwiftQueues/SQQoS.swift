@@ -33,7 +33,7 @@ public struct SQQoS: Sendable, Hashable {
     ///
     /// Dispatch: `DispatchQoS(qosClass:relativePriority:)`.
     public init(qosClass: QoSClass, relativePriority: Int) {
-        precondition(
+        sqRequire(
             (-15...0).contains(relativePriority),
             "SQQoS(qosClass: .\(qosClass), relativePriority: \(relativePriority)): "
                 + "the relative priority must be in -15 ... 0")

@@ -48,7 +48,7 @@ extension SQQueue {
         iterations: Int,
         execute work: (Int) -> Void
     ) {
-        precondition(iterations >= 0, "SQQueue.concurrentPerform: negative iteration count")
+        sqRequire(iterations >= 0, "SQQueue.concurrentPerform: negative iteration count")
         if iterations == 0 {
             return
         }

@@ -30,7 +30,7 @@ public final class SQSemaphore: @unchecked Sendable {
     ///
     /// Dispatch: `DispatchSemaphore(value:)`.
     public init(value: Int) {
-        precondition(value >= 0, "SQSemaphore(value: \(value)): the value must not be negative")
+        sqRequire(value >= 0, "SQSemaphore(value: \(value)): the value must not be negative")
         guard let created = cq_semaphore_create(value) else {
             fatalError("SQSemaphore(value: \(value)): cq_semaphore_create failed (out of memory)")
         }

@@ -48,7 +48,7 @@ public class SQSerialQueue: SQQueue, @unchecked Sendable {
         autoreleaseFrequency: AutoreleaseFrequency = .inherit,
         target: SQQueue? = nil
     ) {
-        precondition(
+        sqRequire(
             !attributes.contains(.concurrent),
             "SQSerialQueue(label: \"\(label)\"): a serial queue cannot be .concurrent; "
                 + "make an SQConcurrentQueue")

@@ -51,7 +51,7 @@ public final class SQWorkItem: @unchecked Sendable {
         block: @escaping @Sendable () -> Void
     ) {
         let unknown = flags.subtracting(SQWorkItemFlags.known)
-        precondition(
+        sqRequire(
             unknown.isEmpty,
             "SQWorkItem(flags:): unknown flags 0x\(String(unknown.rawValue, radix: 16))")
         var bytes: UnsafeMutableRawPointer?
