@@ -222,9 +222,8 @@ static bool sync_help_chain(struct cq_queue_s *q)
 }
 
 /* Takes q for a sync; returns whether the caller now holds the drain's reference. Any waiter
- * may run the items
- * ahead of it (cq__queue_pass_to_waiter): they run before its own block in any case, so an
- * item that needs a queue this thread holds would wait for it on any thread. */
+ * may run the items ahead of it (cq__queue_pass_to_waiter): they run before its own block in
+ * any case, so an item that needs a queue this thread holds would wait for it on any thread. */
 static bool sync_acquire(struct cq_queue_s *q, bool exclusive, bool barrier)
 {
     if (exclusive ? cq__queue_try_lock(q) : cq__queue_try_acquire_width(q)) {
@@ -492,42 +491,44 @@ static bool queue_idle(struct cq_queue_s *q)
            cq__load(&q->sync_waiters, relaxed) == 0;
 }
 
-static bool sync_elsewhere_due(struct cq_queue_s *q)
+/* The priority of the global queue on whose worker a sync onto q by the calling thread is
+ * made (see above), or -1: made here. */
+static int sync_elsewhere_prio(struct cq_queue_s *q)
 {
     struct cq__thread *t = cq__tls.thread;
     if (cq__likely(t == NULL || t->band != CQ__BAND_BACKGROUND) || cq__tls.help_depth != 0) {
-        return false;
+        return -1;
     }
     for (struct cq__frame *f = cq__tls.frame; f; f = f->prev) {
         if (f->queue->kind != CQ__QUEUE_ROOT) {
-            return false;
+            return -1;
         }
     }
     /* An idle chain: the sync takes it at once and holds it for its own call only, on this
      * thread (10 ns, not a hand-off's 0.5-1.5 us). The levels above q are not held: their
-     * targets are read as hints, and a queue that is busy by the time the sync gets there is
-     * waited for here. */
-    if (queue_idle(q)) {
-        struct cq_queue_s *c = cq__queue_target(q); /* a hint (q is not held) */
-        if (c->kind == CQ__QUEUE_ROOT) {
-            return false;
-        }
-        bool idle = true;
-        cq__rcu_read_lock();
-        for (unsigned depth = 0; idle && c->kind != CQ__QUEUE_ROOT && depth < 64; depth++) {
-            idle = c->kind != CQ__QUEUE_MAIN && queue_idle(c);
-            c = cq__queue_target(c);
-        }
-        cq__rcu_read_unlock();
-        if (idle) {
-            return false;
-        }
+     * targets are hints, read under the RCU lock (an old target may be freed meanwhile), and
+     * a queue that is busy by the time the sync gets there is waited for here. */
+    bool idle = queue_idle(q);
+    struct cq_queue_s *c = cq__queue_target(q); /* compared before the lock, not followed */
+    if (idle && c >= cq__root_queues && c < cq__root_queues + 4) {
+        return -1;
     }
-    return cq__queue_root_prio(q) != CQ__PRIO_BACKGROUND;
+    cq__rcu_read_lock();
+    for (unsigned depth = 0; c->kind != CQ__QUEUE_ROOT && depth < 64; depth++) {
+        if (c->kind == CQ__QUEUE_MAIN) {
+            idle = false; /* the main thread runs it: made on a default worker */
+            break;
+        }
+        idle = idle && queue_idle(c);
+        c = cq__queue_target(c);
+    }
+    unsigned prio = c->kind == CQ__QUEUE_ROOT ? c->prio : CQ__PRIO_DEFAULT;
+    cq__rcu_read_unlock();
+    return idle || prio == CQ__PRIO_BACKGROUND ? -1 : (int)prio;
 }
 
 static void sync_elsewhere(struct cq_queue_s *q, void *ctx, cq_function_t fn, bool barrier,
-                           const char *call)
+                           const char *call, unsigned prio)
 {
     struct sync_elsewhere s = {.q = q, .ctx = ctx, .fn = fn, .barrier = barrier, .call = call};
     struct cq__sync_waiter w;
@@ -537,7 +538,7 @@ static void sync_elsewhere(struct cq_queue_s *q, void *ctx, cq_function_t fn, bo
     w.context = &s;
     w.frames_top = NULL;
     w.frames_bottom = NULL;
-    cq__queue_push(&cq__root_queues[cq__queue_root_prio(q)], &w.item, CQ__PUSH_TAIL);
+    cq__queue_push(&cq__root_queues[prio], &w.item, CQ__PUSH_TAIL);
     cq__event_wait(&w.event);
 }
 
@@ -559,8 +560,9 @@ static CQ_NOINLINE void sync_impl(cq_queue_t q, void *ctx, cq_function_t fn, boo
         sync_on_main_thread(q, barrier, ctx, fn, NULL, NULL);
         return;
     }
-    if (cq__unlikely(sync_elsewhere_due(q))) {
-        sync_elsewhere(q, ctx, fn, barrier, call);
+    int elsewhere = sync_elsewhere_prio(q);
+    if (cq__unlikely(elsewhere >= 0)) {
+        sync_elsewhere(q, ctx, fn, barrier, call, (unsigned)elsewhere);
         return;
     }
     sync_level(q, barrier, ctx, fn, q, call, NULL, NULL);

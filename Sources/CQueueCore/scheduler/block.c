@@ -99,7 +99,8 @@ void cq__pool_block_end(struct cq__block *blk)
     cq__sub(&cq__pool.blocked, 1, relaxed);
     struct cq__thread *t = cq__tls.thread;
     if (t->proc != NULL && cq__load(&t->proc->kept, relaxed)) {
-        cq__add(&cq__pool.band[t->band].kept_ended, 1, relaxed);
+        /* the owner's counter: a store, not a read-modify-write on a line others share */
+        cq__store(&t->proc->kept_ended, cq__load(&t->proc->kept_ended, relaxed) + 1, relaxed);
         cq__store(&t->proc->kept, 0, relaxed);
         cq__store(&t->proc->running, 1, relaxed); /* its task goes on */
     }

@@ -88,7 +88,6 @@ static int64_t kept_gap_ns; /* 0: no proc kept on the last tick */
  * each became a kept waiter, one per doubling gap); now 0.02-0.2 s. */
 #define ALL_KEPT_TICKS 2u
 static uint32_t all_kept[CQ__BAND_COUNT];
-static uint32_t kept_ended_seen[CQ__BAND_COUNT]; /* the band's kept_ended at the last tick */
 static uint64_t kept_due_ns;
 
 /* A band has work waiting and procs kept by waits behind other waits: whether to add a proc
@@ -228,6 +227,7 @@ static uint32_t tick_band(unsigned band, bool *could_not_add, uint32_t *kept)
 {
     bool busy = false;
     uint32_t blocked = 0, kept_here = 0, live = 0;
+    bool kept_moved = false; /* a kept wait of the band ended since the last tick */
     uint32_t n = cq__pool_proc_count();
     for (uint32_t i = 0; i < n; i++) {
         struct cq__proc *p = cq__pool_proc_at(i);
@@ -235,6 +235,11 @@ static uint32_t tick_band(unsigned band, bool *could_not_add, uint32_t *kept)
             continue;
         }
         live++;
+        uint32_t kept_ended = cq__load(&p->kept_ended, relaxed);
+        if (kept_ended != p->mon_kept_ended) {
+            p->mon_kept_ended = kept_ended;
+            kept_moved = true;
+        }
         uint32_t started = cq__load(&p->started, relaxed);
         if (cq__load(&p->kept, relaxed)) {
             kept_here++; /* asleep by design: see KEPT_FIRST_NS */
@@ -269,12 +274,9 @@ static uint32_t tick_band(unsigned band, bool *could_not_add, uint32_t *kept)
     }
     *kept += kept_here;
     /* see ALL_KEPT_TICKS: counted on consecutive ticks of this band with work waiting */
-    struct cq__band *b = &cq__pool.band[band];
-    uint32_t ended = cq__load(&b->kept_ended, relaxed);
-    bool all = kept_here != 0 && kept_here == live && cq__load(&b->procless, relaxed) == 0 &&
-               ended == kept_ended_seen[band];
+    bool all = kept_here != 0 && kept_here == live && !kept_moved &&
+               cq__load(&cq__pool.band[band].procless, relaxed) == 0;
     all_kept[band] = all ? all_kept[band] + 1 : 0;
-    kept_ended_seen[band] = ended;
     if (blocked && live < cq__pool.band[band].base + BLOCKED_REPLACEMENTS * blocked &&
         cq__pool_band_saturated(band)) {
         /* Work waits and a CPU is idle because its task sleeps in the kernel: replace it (see

@@ -104,13 +104,15 @@ struct cq__proc {
      * from an owner that has been running the same task for a while. Holds only items of
      * `lifo_levels`. */
     _Atomic(struct cq__item *) lifo CQ_CACHE_ALIGNED;
-    _Atomic uint64_t started; /* items started; written by the owner, read by monitor/thieves
-                                 (who compare its low 32 bits), and cq_runtime_get_counters */
-    _Atomic uint32_t running; /* 1 while the owner runs an item */
-    _Atomic uint32_t retired; /* 1 while an extra proc is out of use */
-    _Atomic uint32_t kept;    /* 1 while its thread sleeps in a wait behind another waiter,
-                                 keeping it (cq__event_wait_behind; the monitor's slow path) */
-    _Atomic pid_t tid;        /* the thread running it (for the monitor's CPU-time reads) */
+    _Atomic uint64_t started;    /* items started; written by the owner, read by monitor/thieves
+                                    (who compare its low 32 bits), and cq_runtime_get_counters */
+    _Atomic uint32_t running;    /* 1 while the owner runs an item */
+    _Atomic uint32_t retired;    /* 1 while an extra proc is out of use */
+    _Atomic uint32_t kept;       /* 1 while its thread sleeps in a wait behind another waiter,
+                                    keeping it (cq__event_wait_behind; the monitor's slow path) */
+    _Atomic uint32_t kept_ended; /* such waits ended (the owner's; the monitor's sign that they
+                                    move on, ALL_KEPT_TICKS) */
+    _Atomic pid_t tid;           /* the thread running it (for the monitor's CPU-time reads) */
     /* counters for cq_runtime_get_counters: written by the owner only (cq__pool_count), read
      * relaxed and summed by readers */
     _Atomic uint64_t n_tasks;   /* items of `started` that were work, not containers (queue
@@ -135,7 +137,8 @@ struct cq__proc {
     /* monitor-private */
     uint32_t mon_started;
     uint32_t mon_ticks;
-    uint32_t mon_asleep; /* consecutive ticks its thread was seen asleep in the kernel */
+    uint32_t mon_asleep;     /* consecutive ticks its thread was seen asleep in the kernel */
+    uint32_t mon_kept_ended; /* kept_ended at the last tick */
     /* written once, before the proc is published */
     uint32_t index;
     uint8_t band;        /* CQ__BAND_* */
@@ -195,9 +198,6 @@ struct cq__band {
     /* its threads that came back from a wait to run their task without a proc (none was
      * idle; block.c), until the task returns or waits again: the monitor's ALL_KEPT_TICKS */
     _Atomic uint32_t procless;
-    /* waits that kept a proc of the band and have ended (block.c): the monitor's sign that
-     * such waits move on (ALL_KEPT_TICKS) */
-    _Atomic uint32_t kept_ended;
     /* protected by the pool lock */
     struct cq__proc *idle_parked; /* idle procs whose thread is parked with them */
     struct cq__proc *idle_free;   /* idle procs without a thread */
