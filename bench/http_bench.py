@@ -12,6 +12,9 @@ vCPUs between cores that share a cache (~70-100 ns here) and cores that do not (
 from one second to the next, and every figure of a run follows; the row "core round trip"
 shows whether both runtimes' runs met the same placement.
 
+The kernel also decides which threads share a CPU, from one run to the next; --pin split fixes
+one placement for both runtimes (the server on the first CPU, wrk on the second).
+
 Exit status: 0 when every server answered correctly; 1 if a server crashed, answered a probe
 wrongly, or wrk saw a non-2xx answer (never because of timing); 2 on a usage error (or missing
 server binaries); 77 when wrk is not installed (ctest reports a skip).
@@ -19,6 +22,7 @@ server binaries); 77 when wrk is not installed (ctest reports a skip).
     bench/http_bench.py --bin-dir build-bench/bench            # 16, 64, 256 connections, 5 s
     bench/http_bench.py --bin-dir build-bench/bench --quick    # 1 s runs, no warm-up
     bench/http_bench.py --bin-dir build-bench/bench --json http.json   # also the rows as JSON
+    bench/http_bench.py --bin-dir build-bench/bench --pin split   # server and wrk on a CPU each
 """
 import argparse
 import json
@@ -45,10 +49,10 @@ class Failure(Exception):
 
 
 class Server:
-    def __init__(self, name, path):
+    def __init__(self, name, path, cpus=None):
         self.name = name
         self.path = path
-        self.proc = subprocess.Popen([path], stdout=subprocess.PIPE)
+        self.proc = subprocess.Popen([path], stdout=subprocess.PIPE, preexec_fn=pin_to(cpus))
         self.probes = 0      # good requests the probes sent
         self.bad_probes = 0  # bad requests the probes sent
         ready, _, _ = select.select([self.proc.stdout], [], [], 30)
@@ -156,13 +160,22 @@ def core_round_trip(bin_dir):
         return float("nan")
 
 
-def run_wrk(server, args, conns, duration):
+def pin_to(cpus):
+    """A preexec_fn that runs the child (and every thread it starts) on `cpus`, or None."""
+    if cpus is None:
+        return None
+    return lambda: os.sched_setaffinity(0, cpus)
+
+
+def run_wrk(server, args, conns, duration, cpus=None):
+    """One wrk run against `server`; with `cpus`, wrk runs there."""
     cmd = [args.wrk, f"-t{args.threads}", f"-c{conns}", f"-d{duration}s", "--latency",
            f"http://127.0.0.1:{server.port}/"]
     server.waits()  # start counting afresh
     cpu0 = server.cpu_seconds()
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 60)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 60,
+                           preexec_fn=pin_to(cpus))
     except subprocess.TimeoutExpired:
         server.check_alive()
         raise Failure(f"{server.name}: wrk did not finish ({' '.join(cmd)})")
@@ -205,6 +218,9 @@ def main():
     ap.add_argument("--runtime", choices=["both", "ours", "libdispatch"], default="both")
     ap.add_argument("--verbose", action="store_true", help="print every run")
     ap.add_argument("--wrk", default="wrk")
+    ap.add_argument("--pin", choices=["none", "split"], default="none",
+                    help="split: the server on the first CPU, wrk on the second (one placement "
+                         "for both runtimes); none: where the kernel puts them (default)")
     ap.add_argument("--json", metavar="FILE",
                     help="also write the table's rows to FILE as JSON (scripts/bench_report.py)")
     args = ap.parse_args()
@@ -227,14 +243,22 @@ def main():
             print(f"http_bench: {p} not found (ninja -C <build> {SERVERS[n]})", file=sys.stderr)
             return 2
 
+    server_cpus = wrk_cpus = None
+    if args.pin == "split":
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) < 2:
+            print("http_bench: --pin split needs two CPUs", file=sys.stderr)
+            return 2
+        server_cpus, wrk_cpus = {cpus[0]}, {cpus[1]}
+
     servers = {}
     results = {(n, c): [] for n in names for c in conns}
     try:
         for n in names:
-            servers[n] = Server(n, paths[n])
+            servers[n] = Server(n, paths[n], server_cpus)
             probe(servers[n])
             if args.warmup:
-                run_wrk(servers[n], args, max(conns), args.warmup)
+                run_wrk(servers[n], args, max(conns), args.warmup, wrk_cpus)
         flip = False
         for c in conns:
             for rep in range(args.reps):
@@ -243,7 +267,7 @@ def main():
                 for n in order:
                     time.sleep(0.2)  # let the other server's threads settle and park
                     rtt = core_round_trip(args.bin_dir)
-                    r = run_wrk(servers[n], args, c, args.duration)
+                    r = run_wrk(servers[n], args, c, args.duration, wrk_cpus)
                     r["rtt"] = rtt
                     probe(servers[n])
                     results[(n, c)].append(r)
@@ -281,7 +305,8 @@ def main():
             ("cpu_us", "CPU us/request", "{:.1f}", False),
             ("rtt", "core round trip ns", "{:.0f}", None)]
     print(f"HTTP/1.1 keep-alive server on READ sources, wrk -t{args.threads} -d{args.duration}s "
-          f"on loopback, {os.cpu_count()} CPUs, median of {args.reps} run(s) per cell.")
+          f"on loopback, {os.cpu_count()} CPUs, median of {args.reps} run(s) per cell"
+          + (", the server pinned to one CPU and wrk to another." if args.pin == "split" else "."))
     print("latency: wrk's (client side). wait: the server's, from the kernel's receive "
           "timestamp to the handler.")
     if len(names) == 2:
@@ -316,6 +341,7 @@ def main():
         doc = {"tool": "http_bench", "table": "HTTP server on READ sources vs libdispatch",
                "ours": "CQueueCore", "theirs": "libdispatch", "quick": args.quick,
                "reps": args.reps, "duration_s": args.duration, "wrk_threads": args.threads,
+               "pin": args.pin,
                "verified": True, "rows": json_rows}
         with open(args.json, "w") as f:
             json.dump(doc, f, indent=1)
