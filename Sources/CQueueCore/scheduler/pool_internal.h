@@ -139,6 +139,8 @@ struct cq__proc {
     uint32_t mon_ticks;
     uint32_t mon_asleep;     /* consecutive ticks its thread was seen asleep in the kernel */
     uint32_t mon_kept_ended; /* kept_ended at the last tick */
+    uint32_t mon_often;      /* OFTEN_SAMPLES bits: seen asleep at the last samples, its tasks
+                                changing (monitor.c, OFTEN_SAMPLE_TICKS) */
     /* written once, before the proc is published */
     uint32_t index;
     uint8_t band;        /* CQ__BAND_* */
