@@ -7,6 +7,7 @@
  * without a word, and the writers never ran (found from the user's side, with libdispatch's
  * names; libdispatch itself stops at its own thread cap on this program).
  */
+#include <pthread.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -118,11 +119,55 @@ static void test_tasks_that_each_sleep_briefly_get_more_threads(void)
     cq_release(g);
 }
 
+/*
+ * Tasks taking turns at one mutex: a waiting task sleeps in futex() for milliseconds, since the
+ * thread that unlocks takes the mutex again for its next task before the waiter wakes. Counted
+ * as blocked like a read, each such wait earned new threads at once, each new thread waited as
+ * long, and 50,000 tasks that held the mutex for 20 us grew the pool to its thread limit (255
+ * by default; libdispatch: 4-5). A wait in futex() earns a thread on a doubling schedule
+ * instead (monitor.c, FUTEX_FIRST_NS): a dozen threads for a run of a second, and about one more
+ * for each doubling of a slow machine's run time.
+ */
+static pthread_mutex_t turns = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int turns_done;
+
+static void take_a_turn(void *ctx)
+{
+    (void)ctx;
+    CHECK_EQ(pthread_mutex_lock(&turns), 0);
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do { /* 20 us of work under the lock */
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 20000);
+    atomic_fetch_add(&turns_done, 1);
+    CHECK_EQ(pthread_mutex_unlock(&turns), 0);
+}
+
+static void test_tasks_taking_turns_at_a_mutex_do_not_grow_the_pool_to_its_limit(void)
+{
+    cq_queue_t q = cq_get_global_queue(CQ_QUEUE_PRIORITY_DEFAULT, 0);
+    cq_group_t g = cq_group_create();
+    enum { TURNS = 30000 };
+    for (int i = 0; i < TURNS; i++) {
+        cq_group_async_f(g, q, NULL, take_a_turn);
+    }
+    CHECK_EQ(cq_group_wait(g, cq_test_deadline()), 0);
+    CHECK_EQ(atomic_load(&turns_done), TURNS);
+    struct cq_runtime_info info;
+    cq_runtime_get_info(&info);
+    printf("  threads at most %u\n", info.threads_peak);
+    CHECK(info.threads_peak <= 32);
+    cq_release(g);
+}
+
 int main(void)
 {
     setenv("CQ_WORKERS", "2", 1);
     setenv("CQ_THREAD_LIMIT", "2000", 1);
-    RUN(test_tasks_that_each_sleep_briefly_get_more_threads); /* first: it reads the peak */
+    /* These two first: they read the peak. */
+    RUN(test_tasks_that_each_sleep_briefly_get_more_threads);
+    RUN(test_tasks_taking_turns_at_a_mutex_do_not_grow_the_pool_to_its_limit);
     RUN(test_six_hundred_tasks_asleep_in_read);
     TEST_MAIN_END();
 }

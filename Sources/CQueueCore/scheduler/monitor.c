@@ -10,7 +10,8 @@
  * asleep in the kernel (state S or D: a read, a sleep, a lock) on 2 ticks in a row is
  * *blocked*: while work is waiting, it wakes an idle proc if there is one (which steals the
  * work), or else adds one extra proc (with a thread) per tick, up to the thread limit and to
- * BLOCKED_REPLACEMENTS per blocked proc. A proc
+ * BLOCKED_REPLACEMENTS per blocked proc (asleep in futex(), waiting for another thread, on a
+ * doubling schedule instead: FUTEX_FIRST_NS). A proc
  * that has been running the same task for 10 ticks while runnable (computing, spinning, or
  * merely preempted) is *busy*: it only makes the monitor wake an idle proc, never add one, so
  * CPU-bound work never has more threads than CPUs. Tasks too short for either rule that each
@@ -26,8 +27,10 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -70,13 +73,48 @@ static bool limited; /* the last tick could not add a thread for a blocked one (
  * every OFTEN_SAMPLE_TICKS ticks whether each running proc's thread sleeps, its task changing
  * or not; a proc seen asleep at OFTEN_ASLEEP of its last OFTEN_SAMPLES samples is *often
  * asleep*, and the band grows by a proc per tick while it has fewer than base procs plus one
- * per often-asleep proc, and at most twice its base: threads that take turns at a lock sleep
- * often too, and more of them do not help there. A /proc read costs a few microseconds: a
- * sample every 4 ticks keeps it to ~0.2 % of a CPU per proc while the band is saturated. */
+ * per often-asleep proc, and at most twice its base. Sleeps in futex() are not counted: threads
+ * that take turns at a lock sleep often, and more of them do not help there (see
+ * FUTEX_FIRST_NS). A /proc read costs a few microseconds: a sample every 4 ticks keeps it to
+ * ~0.2 % of a CPU per proc while the band is saturated. */
 #define OFTEN_SAMPLE_TICKS 4u
 #define OFTEN_SAMPLES 4u
 #define OFTEN_ASLEEP 3
 static uint32_t often_tick;
+
+/* A task asleep in futex() waits for another thread: a lock, a condition variable, a semaphore
+ * of the program's. If that thread is a task waiting in the run queues (a condition that a later
+ * task signals), a new thread is what lets it run; if it is another worker (tasks taking turns
+ * at a mutex), a new thread only adds a contender: 50,000 tasks that each held a mutex for 20 us
+ * made the pool grow to its thread limit of 255 in a quarter of a second (libdispatch: 4-5),
+ * since the unlocking thread takes the mutex again for its next task before a waiter wakes, and
+ * each added thread starves as long. So a proc blocked in futex() earns its replacement as the
+ * kept procs do: the first after FUTEX_FIRST_NS, each next after twice the wait before it, up to
+ * FUTEX_GAP_MAX_NS, until its band has had none for as long as the last gap (contention comes
+ * and goes: starting over at every tick without one grew the pool again). Blocked in anything
+ * else, at once. */
+#define FUTEX_FIRST_NS 2000000ll
+#define FUTEX_GAP_MAX_NS 1000000000ll
+static int64_t futex_gap_ns[CQ__BAND_COUNT]; /* 0: the next one is the first */
+static uint64_t futex_due_ns[CQ__BAND_COUNT];
+static uint64_t futex_seen_ns[CQ__BAND_COUNT]; /* the last tick that saw one */
+
+static bool futex_proc_due(unsigned band)
+{
+    uint64_t now = cq__now_ns();
+    if (futex_gap_ns[band] == 0) {
+        futex_gap_ns[band] = FUTEX_FIRST_NS;
+        futex_due_ns[band] = now + (uint64_t)futex_gap_ns[band];
+        return false;
+    }
+    if (now < futex_due_ns[band]) {
+        return false;
+    }
+    futex_gap_ns[band] =
+        futex_gap_ns[band] * 2 < FUTEX_GAP_MAX_NS ? futex_gap_ns[band] * 2 : FUTEX_GAP_MAX_NS;
+    futex_due_ns[band] = now + (uint64_t)futex_gap_ns[band];
+    return true;
+}
 
 /* A runtime wait queued behind another thread's wait for the same thing keeps its proc
  * (cq__event_wait_behind, block.c): tasks that take turns at a serial queue through sync
@@ -216,24 +254,44 @@ void cq__monitor_fork_child(void)
     pthread_mutex_init(&starts_lock, NULL);
 }
 
-/* Whether thread `tid` of this process is asleep (state S or D), from /proc. A thread that is
- * running or waiting for a CPU (R) is busy, not blocked: it gets the longer threshold. */
-static bool thread_sleeps(pid_t tid)
+/* Where thread `tid` of this process is, from /proc: running or waiting for a CPU (R: busy, not
+ * blocked, it gets the longer threshold), asleep in the kernel (S or D), or asleep in futex():
+ * a lock, a condition variable or a semaphore of the program's, which another thread ends. */
+enum thread_place { THREAD_RUNS, THREAD_SLEEPS, THREAD_IN_FUTEX };
+
+static ssize_t read_task_file(pid_t tid, const char *file, char *buf, size_t size)
 {
-    char path[64], buf[256];
-    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/%s", (int)tid, file);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        return false;
+        return -1;
     }
-    ssize_t n = read(fd, buf, sizeof buf - 1);
+    ssize_t n = read(fd, buf, size - 1);
     close(fd);
-    if (n <= 0) {
-        return false;
+    if (n >= 0) {
+        buf[n] = '\0';
     }
-    buf[n] = '\0';
+    return n;
+}
+
+static enum thread_place thread_place(pid_t tid)
+{
+    char buf[256];
+    if (read_task_file(tid, "stat", buf, sizeof buf) <= 0) {
+        return THREAD_RUNS;
+    }
     const char *paren = strrchr(buf, ')'); /* the name may contain spaces and parentheses */
-    return paren && paren[1] == ' ' && (paren[2] == 'S' || paren[2] == 'D');
+    if (!paren || paren[1] != ' ' || (paren[2] != 'S' && paren[2] != 'D')) {
+        return THREAD_RUNS;
+    }
+    /* The system call it sleeps in: the number first (a thread of our own process may read
+     * it without ptrace rights). */
+    if (paren[2] == 'S' && read_task_file(tid, "syscall", buf, sizeof buf) > 0 &&
+        strtol(buf, NULL, 10) == SYS_futex) {
+        return THREAD_IN_FUTEX;
+    }
+    return THREAD_SLEEPS;
 }
 
 /* Looks at the procs of one band whose work waits; returns how many are blocked. Sets
@@ -242,7 +300,7 @@ static bool thread_sleeps(pid_t tid)
 static uint32_t tick_band(unsigned band, bool *could_not_add, uint32_t *kept)
 {
     bool busy = false;
-    uint32_t blocked = 0, kept_here = 0, live = 0, often = 0;
+    uint32_t blocked = 0, kept_here = 0, live = 0, often = 0, in_futex = 0;
     bool sample = often_tick % OFTEN_SAMPLE_TICKS == 0 && cq__pool_band_saturated(band);
     bool kept_moved = false; /* a kept wait of the band ended since the last tick */
     uint32_t n = cq__pool_proc_count();
@@ -278,7 +336,8 @@ static uint32_t tick_band(unsigned band, bool *could_not_add, uint32_t *kept)
             p->mon_ticks = 0;
             p->mon_asleep = 0;
             if (sample) {
-                bool asleep = thread_sleeps(cq__load(&p->tid, relaxed));
+                /* see OFTEN_SAMPLE_TICKS: threads that take turns at a lock are not counted */
+                bool asleep = thread_place(cq__load(&p->tid, relaxed)) == THREAD_SLEEPS;
                 p->mon_often = ((p->mon_often << 1) | asleep) & ((1u << OFTEN_SAMPLES) - 1);
             }
             often += __builtin_popcount(p->mon_often) >= OFTEN_ASLEEP;
@@ -287,14 +346,18 @@ static uint32_t tick_band(unsigned band, bool *could_not_add, uint32_t *kept)
         p->mon_ticks++;
         if (limited && p->mon_asleep >= 2 && p->mon_ticks % LIMITED_RECHECK_TICKS != 0) {
             blocked++; /* seen asleep, same task: see LIMITED_RECHECK_TICKS */
+            in_futex += p->mon_futex;
             continue;
         }
         if (p->mon_ticks >= STUCK_BLOCKED_TICKS) {
             /* Two sightings in a row: a task that computes and touches a cold page now and
              * then is not blocked. */
-            p->mon_asleep = thread_sleeps(cq__load(&p->tid, relaxed)) ? p->mon_asleep + 1 : 0;
+            enum thread_place place = thread_place(cq__load(&p->tid, relaxed));
+            p->mon_asleep = place != THREAD_RUNS ? p->mon_asleep + 1 : 0;
+            p->mon_futex = place == THREAD_IN_FUTEX;
             if (p->mon_asleep >= 2) {
                 blocked++;
+                in_futex += p->mon_futex;
                 continue;
             }
         }
@@ -302,15 +365,22 @@ static uint32_t tick_band(unsigned band, bool *could_not_add, uint32_t *kept)
             busy = true;
         }
     }
+    if (in_futex != 0) {
+        futex_seen_ns[band] = cq__now_ns();
+    } else if (futex_gap_ns[band] != 0 &&
+               cq__now_ns() - futex_seen_ns[band] >= (uint64_t)futex_gap_ns[band]) {
+        futex_gap_ns[band] = 0; /* see FUTEX_FIRST_NS: the next starts over */
+    }
     *kept += kept_here;
     /* see ALL_KEPT_TICKS: counted on consecutive ticks of this band with work waiting */
     bool all = kept_here != 0 && kept_here == live && !kept_moved &&
                cq__load(&cq__pool.band[band].procless, relaxed) == 0;
     all_kept[band] = all ? all_kept[band] + 1 : 0;
     if (blocked && live < cq__pool.band[band].base + BLOCKED_REPLACEMENTS * blocked &&
-        cq__pool_band_saturated(band)) {
+        cq__pool_band_saturated(band) && (blocked > in_futex || futex_proc_due(band))) {
         /* Work waits and a CPU is idle because its task sleeps in the kernel: replace it (see
-         * BLOCKED_REPLACEMENTS). */
+         * BLOCKED_REPLACEMENTS), at once for a read or a sleep, on a doubling schedule for a
+         * wait for another thread (see FUTEX_FIRST_NS). */
         *could_not_add |= !cq__pool_add_extra_proc(band);
     } else if (often && live < cq__pool.band[band].base + often &&
                live < 2 * cq__pool.band[band].base && cq__pool_band_saturated(band)) {
