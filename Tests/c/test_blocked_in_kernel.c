@@ -124,9 +124,9 @@ static void test_tasks_that_each_sleep_briefly_get_more_threads(void)
  * thread that unlocks takes the mutex again for its next task before the waiter wakes. Counted
  * as blocked like a read, each such wait earned new threads at once, each new thread waited as
  * long, and 50,000 tasks that held the mutex for 20 us grew the pool to its thread limit (255
- * by default; libdispatch: 4-5). A wait in futex() earns a thread on a doubling schedule
- * instead (monitor.c, FUTEX_FIRST_NS): a dozen threads for a run of a second, and about one more
- * for each doubling of a slow machine's run time.
+ * by default; libdispatch: 4-5). A wait in futex() earns no thread while tasks keep ending, and
+ * otherwise one per doubling gap (monitor.c, FUTEX_FIRST_NS): 4 threads on a quiet machine, 6-11
+ * beside two CPU hogs.
  */
 static pthread_mutex_t turns = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int turns_done;
@@ -157,7 +157,7 @@ static void test_tasks_taking_turns_at_a_mutex_do_not_grow_the_pool_to_its_limit
     struct cq_runtime_info info;
     cq_runtime_get_info(&info);
     printf("  threads at most %u\n", info.threads_peak);
-    CHECK(info.threads_peak <= 32);
+    CHECK(info.threads_peak <= 24);
     cq_release(g);
 }
 

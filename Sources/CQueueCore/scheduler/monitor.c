@@ -88,16 +88,34 @@ static uint32_t often_tick;
  * at a mutex), a new thread only adds a contender: 50,000 tasks that each held a mutex for 20 us
  * made the pool grow to its thread limit of 255 in a quarter of a second (libdispatch: 4-5),
  * since the unlocking thread takes the mutex again for its next task before a waiter wakes, and
- * each added thread starves as long. So a proc blocked in futex() earns its replacement as the
+ * each added thread starves as long. So a proc blocked in futex() earns no replacement while
+ * tasks of its band end, one at least within the current gap (whoever it waits for makes
+ * progress: contention), and otherwise as the
  * kept procs do: the first after FUTEX_FIRST_NS, each next after twice the wait before it, up to
  * FUTEX_GAP_MAX_NS, until its band has had none for as long as the last gap (contention comes
  * and goes: starting over at every tick without one grew the pool again). Blocked in anything
- * else, at once. */
+ * else, at once. A mutex held for long (no task ends meanwhile) thus gets a thread per doubling
+ * gap; tasks that wait on a condition for a task queued behind them get threads the same way
+ * (8 of them: 0.27 s; libdispatch, which adds about a thread a second, 6 s). */
 #define FUTEX_FIRST_NS 2000000ll
 #define FUTEX_GAP_MAX_NS 1000000000ll
 static int64_t futex_gap_ns[CQ__BAND_COUNT]; /* 0: the next one is the first */
 static uint64_t futex_due_ns[CQ__BAND_COUNT];
-static uint64_t futex_seen_ns[CQ__BAND_COUNT]; /* the last tick that saw one */
+static uint64_t futex_seen_ns[CQ__BAND_COUNT];      /* the last tick that saw one */
+static uint64_t futex_completed_ns[CQ__BAND_COUNT]; /* the last tick after a task ended */
+
+/* Whether a task of the band ended within the current gap (FUTEX_FIRST_NS at least): then
+ * whoever a task asleep in futex() waits for is moving. */
+static bool futex_progress(unsigned band, bool completed_now)
+{
+    uint64_t now = cq__now_ns();
+    if (completed_now) {
+        futex_completed_ns[band] = now;
+        return true;
+    }
+    int64_t gap = futex_gap_ns[band] > FUTEX_FIRST_NS ? futex_gap_ns[band] : FUTEX_FIRST_NS;
+    return now - futex_completed_ns[band] < (uint64_t)gap;
+}
 
 static bool futex_proc_due(unsigned band)
 {
@@ -301,6 +319,7 @@ static uint32_t tick_band(unsigned band, bool *could_not_add, uint32_t *kept)
 {
     bool busy = false;
     uint32_t blocked = 0, kept_here = 0, live = 0, often = 0, in_futex = 0;
+    bool completed = false; /* a task of the band ended since the last tick */
     bool sample = often_tick % OFTEN_SAMPLE_TICKS == 0 && cq__pool_band_saturated(band);
     bool kept_moved = false; /* a kept wait of the band ended since the last tick */
     uint32_t n = cq__pool_proc_count();
@@ -316,6 +335,10 @@ static uint32_t tick_band(unsigned band, bool *could_not_add, uint32_t *kept)
             kept_moved = true;
         }
         uint32_t started = cq__load(&p->started, relaxed);
+        /* A task ended since the last tick: the proc ran one then and has started another. */
+        bool running = cq__load(&p->running, relaxed) && !cq__load(&p->kept, relaxed);
+        completed |= running && p->mon_running && started != p->mon_started;
+        p->mon_running = running;
         if (cq__load(&p->kept, relaxed)) {
             kept_here++; /* asleep by design: see KEPT_FIRST_NS */
             p->mon_started = started;
@@ -377,7 +400,8 @@ static uint32_t tick_band(unsigned band, bool *could_not_add, uint32_t *kept)
                cq__load(&cq__pool.band[band].procless, relaxed) == 0;
     all_kept[band] = all ? all_kept[band] + 1 : 0;
     if (blocked && live < cq__pool.band[band].base + BLOCKED_REPLACEMENTS * blocked &&
-        cq__pool_band_saturated(band) && (blocked > in_futex || futex_proc_due(band))) {
+        cq__pool_band_saturated(band) &&
+        (blocked > in_futex || (!futex_progress(band, completed) && futex_proc_due(band)))) {
         /* Work waits and a CPU is idle because its task sleeps in the kernel: replace it (see
          * BLOCKED_REPLACEMENTS), at once for a read or a sleep, on a doubling schedule for a
          * wait for another thread (see FUTEX_FIRST_NS). */

@@ -139,6 +139,7 @@ struct cq__proc {
     uint32_t mon_ticks;
     uint32_t mon_asleep;     /* consecutive ticks its thread was seen asleep in the kernel */
     bool mon_futex;          /* at the last of them, in futex(): waiting for another thread */
+    bool mon_running;        /* running a task (not kept) at the last tick */
     uint32_t mon_kept_ended; /* kept_ended at the last tick */
     uint32_t mon_often;      /* OFTEN_SAMPLES bits: seen asleep at the last samples, its tasks
                                 changing (monitor.c, OFTEN_SAMPLE_TICKS) */
