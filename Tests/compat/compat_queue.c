@@ -634,6 +634,89 @@ static void check_work_on_global(dispatch_queue_t queue)
     dispatch_release(g);
 }
 
+/* ---- concurrent queues start tasks in the order they were submitted ------------------------
+ * Parallel work whose results are written in order: each task waits (on a condition variable,
+ * outside the runtime) until the task submitted before it has written. That needs each task
+ * to start only after every earlier one has (libdispatch's queues are FIFO), or a thread for
+ * each task started early. Ours once started tasks out of order: a worker ran an item of the
+ * inject queue ahead of older ones of its own ring, a full ring sent the newest item to the
+ * inject queue ahead of the ring's newer half, and a thief ran the newest item it stole. The
+ * tasks that came early then waited for ones queued behind them, on every thread the pool
+ * would start: 2,000 such tasks hung at the thread limit (libdispatch: 0.01 s). Submitted from
+ * the main thread and from a task (whose pushes go to its worker's ring), onto a global and
+ * a concurrent queue. A waiting task gives up after the patience, so a failure ends. */
+
+#define N_TURNS 2000
+
+static struct turns {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    long turn;
+    long gave_up;
+    struct timespec deadline;
+} turns = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, {0, 0}};
+
+static void take_turn(void *context)
+{
+    long mine = (long)(intptr_t)context;
+    pthread_mutex_lock(&turns.lock);
+    while (turns.turn != mine && !turns.gave_up) {
+        if (pthread_cond_timedwait(&turns.changed, &turns.lock, &turns.deadline) == ETIMEDOUT) {
+            turns.gave_up = 1;
+        }
+    }
+    if (turns.turn == mine) {
+        turns.turn++;
+    }
+    pthread_cond_broadcast(&turns.changed);
+    pthread_mutex_unlock(&turns.lock);
+}
+
+struct turn_submission {
+    dispatch_queue_t q;
+    dispatch_group_t g;
+};
+
+static void submit_turns(void *context)
+{
+    struct turn_submission *s = (struct turn_submission *)context;
+    long i;
+    for (i = 0; i < N_TURNS; i++) {
+        dispatch_group_async_f(s->g, s->q, (void *)(intptr_t)i, take_turn);
+    }
+}
+
+static void run_turns(dispatch_queue_t q, bool from_a_task)
+{
+    struct turn_submission s = {q, dispatch_group_create()};
+    pthread_mutex_lock(&turns.lock);
+    turns.turn = 0;
+    turns.gave_up = 0;
+    clock_gettime(CLOCK_REALTIME, &turns.deadline);
+    turns.deadline.tv_sec += COMPAT_PATIENCE_NS / 1000000000ll / 2;
+    pthread_mutex_unlock(&turns.lock);
+    if (from_a_task) {
+        dispatch_group_async_f(s.g, compat_global(), &s, submit_turns);
+    } else {
+        submit_turns(&s);
+    }
+    WAIT_GROUP(s.g);
+    CHECK_EQ(turns.turn, N_TURNS);
+    CHECK_EQ(turns.gave_up, 0);
+    dispatch_release(s.g);
+}
+
+static void test_tasks_start_in_submission_order(void)
+{
+    dispatch_queue_t c = dispatch_queue_create("compat.turns", DISPATCH_QUEUE_CONCURRENT);
+    REQUIRE(c != NULL);
+    run_turns(compat_global(), false);
+    run_turns(compat_global(), true);
+    run_turns(c, false);
+    run_turns(c, true);
+    dispatch_release(c);
+}
+
 static void test_global_queues(void)
 {
     dispatch_queue_t high = dispatch_get_global_queue(DISPATCH_QUEUE_PRIORITY_HIGH, 0);
@@ -677,5 +760,6 @@ int main(void)
     RUN(test_no_finalizer_without_context);
     RUN(test_finalizer_target_queue);
     RUN(test_global_queues);
+    RUN(test_tasks_start_in_submission_order);
     TEST_MAIN_END();
 }

@@ -39,16 +39,20 @@ void cq__pool_ring_push(struct cq__proc *p, struct cq__item *it)
             cq__inject_push(&P.inject[prio], prio, it);
             return;
         case CQ__RUNQ_FULL: {
+            /* The older half goes to the inject queue, and `it` into the ring, behind the
+             * newer half: sent along with the older half (the chain ends with it), it came
+             * before the newer half, and tasks that each wait for the ones submitted before
+             * them, submitted from a task, waited for ever (a task of the inject queue waited
+             * for one in the ring of a worker that waited too). */
             struct cq__item *first, *last;
             uint32_t n;
             if (cq__runq_push_overflow(rq, it, &first, &last, &n)) {
-                for (struct cq__item *x = first, *next; n--; x = next) {
+                for (struct cq__item *x = first, *next; --n; x = next) {
                     next = cq__load(&x->next, relaxed); /* before x is published and run */
                     cq__inject_push(&P.inject[prio], prio, x);
                 }
-                return;
             }
-            break;
+            break; /* push `it` again: the ring has room now (or a thief changed it) */
         }
         }
     }
@@ -291,14 +295,27 @@ static struct cq__item *inject_take_main(struct cq__proc *p, unsigned main)
     return it;
 }
 
+/* The inject queues' turn (every CQ__INJECT_INTERVAL items, so that a worker whose tasks keep
+ * filling its own ring still serves them): an item of the highest level that has one. Where
+ * our ring of that level holds items, they came before it (a batch from the same queue, or
+ * work our tasks made runnable earlier), so it goes behind them, and the caller runs its ring
+ * as usual. Run first, it overtook them: tasks that each wait for the ones submitted before
+ * them then waited for items in the ring of the worker they held, and every thread the monitor
+ * added for the waits took newer items (2,000 such tasks: a hang at the thread limit;
+ * libdispatch, which starts them in order, 0.01 s). */
 static struct cq__item *inject_take_levels(struct cq__proc *p)
 {
     for (unsigned prio = 0; prio < CQ__PRIO_COUNT; prio++) {
-        if (p->levels & CQ__LEVEL(prio)) {
-            struct cq__item *it = inject_take(p, prio);
-            if (it) {
-                return it;
-            }
+        if (!(p->levels & CQ__LEVEL(prio)) || !cq__inject_maybe_work(&P.inject[prio])) {
+            continue;
+        }
+        if (cq__runq_is_empty(&p->rq[prio])) {
+            return inject_take(p, prio);
+        }
+        struct cq__item *it = cq__inject_take(&P.inject[prio], &p->rq[prio], 1);
+        if (it) {
+            cq__pool_ring_push(p, it);
+            return NULL;
         }
     }
     return NULL;
@@ -351,7 +368,7 @@ static struct cq__item *steal_level(struct cq__proc *p, unsigned prio)
         if (v == p || !(v->levels & CQ__LEVEL(prio)) || cq__load(&v->retired, relaxed)) {
             continue;
         }
-        struct cq__item *it = cq__runq_steal_into(&v->rq[prio], &p->rq[prio]);
+        struct cq__item *it = cq__runq_steal_oldest_into(&v->rq[prio], &p->rq[prio]);
         if (it == NULL && (v->lifo_levels & CQ__LEVEL(prio)) &&
             (v->lifo_levels & ~p->levels) == 0) {
             it = steal_lifo(p, v);

@@ -173,7 +173,7 @@ static uint32_t steal_copy(struct cq__runq *src, struct cq__runq *dst, uint32_t 
     return n;
 }
 
-struct cq__item *cq__runq_steal_into(struct cq__runq *src, struct cq__runq *dst)
+static struct cq__item *steal_into(struct cq__runq *src, struct cq__runq *dst, bool oldest)
 {
     uint32_t dst_tail = cq__load(&dst->tail, relaxed);
     /* pairs with our own thieves' acq_rel CAS on head */
@@ -186,11 +186,31 @@ struct cq__item *cq__runq_steal_into(struct cq__runq *src, struct cq__runq *dst)
         return NULL;
     }
     n--;
-    struct cq__item *ret = cq__load(&dst->slots[(dst_tail + n) & CQ_RUNQ_MASK], relaxed);
+    struct cq__item *ret;
+    if (oldest) {
+        /* The copied slots are past our tail, unpublished: ours alone to shift down. */
+        ret = cq__load(&dst->slots[dst_tail & CQ_RUNQ_MASK], relaxed);
+        for (uint32_t k = 0; k < n; k++) {
+            cq__store(&dst->slots[(dst_tail + k) & CQ_RUNQ_MASK],
+                      cq__load(&dst->slots[(dst_tail + k + 1) & CQ_RUNQ_MASK], relaxed), relaxed);
+        }
+    } else {
+        ret = cq__load(&dst->slots[(dst_tail + n) & CQ_RUNQ_MASK], relaxed);
+    }
     if (n) {
         /* release: publishes the copied slots to our own thieves; pairs with their acquire load of
          * tail */
         cq__store(&dst->tail, dst_tail + n, release);
     }
     return ret;
+}
+
+struct cq__item *cq__runq_steal_into(struct cq__runq *src, struct cq__runq *dst)
+{
+    return steal_into(src, dst, false);
+}
+
+struct cq__item *cq__runq_steal_oldest_into(struct cq__runq *src, struct cq__runq *dst)
+{
+    return steal_into(src, dst, true);
 }

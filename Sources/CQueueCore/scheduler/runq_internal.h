@@ -61,8 +61,10 @@ CQ_INTERNAL struct cq__item *cq__runq_pop(struct cq__runq *rq);
 /* Pops the newest item (NULL if empty or a thief took it). Owner only. */
 CQ_INTERNAL struct cq__item *cq__runq_pop_back(struct cq__runq *rq);
 
-/* Steals half of `src` into `dst` (owned by the caller); returns one stolen item to run. */
+/* Steals half of `src` into `dst` (owned by the caller); returns one stolen item to run: the
+ * newest of them, or with `oldest`, the oldest (the rest keep their order in `dst`). */
 CQ_INTERNAL struct cq__item *cq__runq_steal_into(struct cq__runq *src, struct cq__runq *dst);
+CQ_INTERNAL struct cq__item *cq__runq_steal_oldest_into(struct cq__runq *src, struct cq__runq *dst);
 
 CQ_INLINE uint32_t cq__runq_len(struct cq__runq *rq)
 {
