@@ -399,12 +399,18 @@ static uint32_t tick_band(unsigned band, bool *could_not_add, uint32_t *kept)
     bool all = kept_here != 0 && kept_here == live && !kept_moved &&
                cq__load(&cq__pool.band[band].procless, relaxed) == 0;
     all_kept[band] = all ? all_kept[band] + 1 : 0;
-    if (blocked && live < cq__pool.band[band].base + BLOCKED_REPLACEMENTS * blocked &&
-        cq__pool_band_saturated(band) &&
-        (blocked > in_futex || (!futex_progress(band, completed) && futex_proc_due(band)))) {
+    uint32_t base = cq__pool.band[band].base, sleeping = blocked - in_futex;
+    if (sleeping && live < base + BLOCKED_REPLACEMENTS * sleeping &&
+        cq__pool_band_saturated(band)) {
         /* Work waits and a CPU is idle because its task sleeps in the kernel: replace it (see
-         * BLOCKED_REPLACEMENTS), at once for a read or a sleep, on a doubling schedule for a
-         * wait for another thread (see FUTEX_FIRST_NS). */
+         * BLOCKED_REPLACEMENTS), at once for a read or a sleep. Tasks waiting in futex() do not
+         * count here: a task asleep while it holds the lock they wait for earned a thread for
+         * each of them (400 tasks holding one mutex through a 5 ms sleep: 257 threads). */
+        *could_not_add |= !cq__pool_add_extra_proc(band);
+    } else if (in_futex && live < base + BLOCKED_REPLACEMENTS * blocked &&
+               cq__pool_band_saturated(band) && !futex_progress(band, completed) &&
+               futex_proc_due(band)) {
+        /* on a doubling schedule for a wait for another thread (see FUTEX_FIRST_NS) */
         *could_not_add |= !cq__pool_add_extra_proc(band);
     } else if (often && live < cq__pool.band[band].base + often &&
                live < 2 * cq__pool.band[band].base && cq__pool_band_saturated(band)) {
