@@ -13,7 +13,10 @@ import Synchronization
 // With both fences sequentially consistent, either the waiter's retry sees the increment (it
 // takes the resource itself), or the signal sees the waiter listed (it takes the resource back
 // from the C count and hands it over), or both (then exactly one of the two C takes succeeds,
-// since the C count holds a single unit for them). A task that got a resource twice (its
+// since the C count holds a single unit for them). Both C takes use CQ_TIME_NOW, which only
+// takes a unit that is there and never waits (a take that counted itself as a waiter could
+// wait for the next signal, and the two tasks of a ping-pong stopped for good). A task that
+// got a resource twice (its
 // own retry and a hand-off) gives one back with `signal()`; so does a signal whose listed
 // waiter was cancelled meanwhile, after looking for the next one.
 

@@ -223,6 +223,77 @@ static void test_waiters_in_pool(void)
     cq_release(s);
 }
 
+/*
+ * A wait with CQ_TIME_NOW returns at once. It used to count itself as a waiter first, and when
+ * a signal raced its timeout it had to wait for that signal's token, which another waiter
+ * could take: it then waited for the next signal. Here a giver passes a unit and looks for it
+ * again with such waits, while a taker that catches the unit keeps it until it has seen the
+ * giver's waits return, then gives it back: a wait that blocked held both for ever (the
+ * taker gives up after the patience). Swift's waitForSignal() retries this way, and two tasks
+ * taking turns through two semaphores stopped for good.
+ */
+static cq_semaphore_t now_sema;
+static atomic_long now_returns, now_stop, now_taker_done, now_stuck, now_caught;
+
+static void *now_giver(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&now_taker_done)) {
+        cq_semaphore_signal(now_sema);
+        do {
+            atomic_fetch_add(&now_returns, 1);
+        } while (cq_semaphore_wait(now_sema, CQ_TIME_NOW) != 0 && !atomic_load(&now_taker_done));
+    }
+    return NULL;
+}
+
+static void *now_taker(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&now_stop)) {
+        long seen = atomic_load(&now_returns);
+        if (cq_semaphore_wait(now_sema, CQ_TIME_NOW) != 0) {
+            continue;
+        }
+        atomic_fetch_add(&now_caught, 1);
+        uint64_t patience = cq_test_now_ns() + 30ull * 1000000000ull;
+        while (atomic_load(&now_returns) < seen + 3) {
+            if (cq_test_now_ns() > patience) {
+                atomic_fetch_add(&now_stuck, 1);
+                break;
+            }
+        }
+        cq_semaphore_signal(now_sema);
+    }
+    atomic_store(&now_taker_done, 1);
+    return NULL;
+}
+
+static void test_wait_now_never_blocks(void)
+{
+    now_sema = cq_semaphore_create(0);
+    REQUIRE(now_sema != NULL);
+    pthread_t giver, taker;
+    REQUIRE(pthread_create(&giver, NULL, now_giver, NULL) == 0);
+    REQUIRE(pthread_create(&taker, NULL, now_taker, NULL) == 0);
+    struct timespec d = {0, 10000000};
+    for (int i = 0; i < 300 && !atomic_load(&now_stuck); i++) { /* 3 s */
+        nanosleep(&d, NULL);
+    }
+    atomic_store(&now_stop, 1);
+    REQUIRE(pthread_join(taker, NULL) == 0);
+    cq_semaphore_signal(now_sema); /* a giver stuck in its wait (the old code) leaves */
+    REQUIRE(pthread_join(giver, NULL) == 0);
+    printf("  %ld returns, unit caught %ld times\n", atomic_load(&now_returns),
+           atomic_load(&now_caught));
+    CHECK_EQ(atomic_load(&now_stuck), 0);
+    CHECK(atomic_load(&now_caught) > 0);
+    /* The giver's unit, if the taker gave it back last, and the one signalled above. */
+    while (cq_semaphore_wait(now_sema, CQ_TIME_NOW) == 0) {
+    }
+    cq_release(now_sema);
+}
+
 int main(void)
 {
     RUN(test_counting);
@@ -232,5 +303,6 @@ int main(void)
     RUN(test_timeouts_racing_signals);
     RUN(test_ping_pong);
     RUN(test_waiters_in_pool);
+    RUN(test_wait_now_never_blocks);
     TEST_MAIN_END();
 }

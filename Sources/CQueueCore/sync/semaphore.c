@@ -212,9 +212,35 @@ static CQ_NOINLINE intptr_t wait_slow(struct cq_semaphore_s *s, cq_time_t timeou
     return cq__wait(&sema_wait_ops, &w, timeout);
 }
 
+/*
+ * CQ_TIME_NOW takes a unit only if one is there, and never counts itself as a waiter. Counted
+ * as one (the decrement below), a wait whose timeout undo found that a signal had counted it
+ * had to wait for that signal's token, and another waiter counted meanwhile could take that
+ * token first: the wait "without waiting" then waited for the next signal. Swift's
+ * waitForSignal() retries with such a wait after listing its task, and the signal that would
+ * have come was the one its own task makes after resuming: two tasks taking turns through two
+ * semaphores stopped for good (found by a user-side probe, in most runs with other tasks
+ * adding timing noise).
+ */
+static intptr_t try_take(struct cq_semaphore_s *s)
+{
+    int64_t v = cq__load(&s->value, relaxed);
+    while (v > 0) {
+        /* acquire: pairs with the release increment of the signal that gave us the resource */
+        if (cq__cas_weak(&s->value, &v, v - 1, acquire)) {
+            return 0;
+        }
+    }
+    errno = ETIMEDOUT;
+    return -1;
+}
+
 intptr_t cq_semaphore_wait(cq_semaphore_t sema, cq_time_t timeout)
 {
     struct cq_semaphore_s *s = sema_check(sema, "cq_semaphore_wait");
+    if (timeout == CQ_TIME_NOW) {
+        return try_take(s);
+    }
     /* acquire: pairs with the release increment of the signal that gave us the resource */
     if (cq__likely(cq__sub(&s->value, 1, acquire) > 0)) {
         return 0;
