@@ -26,8 +26,13 @@ internal struct SQOperationLock<Value>: @unchecked Sendable {
     private let storage: UnsafeMutablePointer<Storage>
 
     /// Allocates the lock. Release it with ``deallocate()`` exactly once.
-    init(_ value: Value) {
-        storage = .allocate(capacity: 1)
+    /// `alignment`: of the allocation (a cache line's 64 for a lock whose value is laid out
+    /// by cache line; see `SQOperationQueue.LockedState`).
+    init(_ value: Value, alignment: Int = MemoryLayout<Storage>.alignment) {
+        storage = UnsafeMutableRawPointer.allocate(
+            byteCount: MemoryLayout<Storage>.stride,
+            alignment: Swift.max(alignment, MemoryLayout<Storage>.alignment)
+        ).bindMemory(to: Storage.self, capacity: 1)
         storage.initialize(to: Storage(mutex: pthread_mutex_t(), value: value))
         var attributes = pthread_mutexattr_t()
         pthread_mutexattr_init(&attributes)

@@ -35,7 +35,7 @@ import Synchronization
 open class SQOperationQueue: @unchecked Sendable, CustomStringConvertible {
     /// The queue lock and what it guards. The operation lock may be taken inside it, never
     /// the other way round; observer hubs' locks are leaves.
-    internal let state = SQOperationLock(LockedState())
+    internal let state = SQOperationLock(LockedState(), alignment: 64)
 
     /// Mirrors `LockedState.suspended` (stored under the lock; the start path reads it
     /// relaxed: a late read only lets an operation that was already being started start).
