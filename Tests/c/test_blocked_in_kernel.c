@@ -144,21 +144,28 @@ static void take_a_turn(void *ctx)
     CHECK_EQ(pthread_mutex_unlock(&turns), 0);
 }
 
-static void test_tasks_taking_turns_at_a_mutex_do_not_grow_the_pool_to_its_limit(void)
+/* Runs `n` tasks of `fn` on the default global queue, each adding one to turns_done, and checks
+ * that the pool stayed small meanwhile. */
+static void run_turns(cq_function_t fn, int n)
 {
     cq_queue_t q = cq_get_global_queue(CQ_QUEUE_PRIORITY_DEFAULT, 0);
     cq_group_t g = cq_group_create();
-    enum { TURNS = 30000 };
-    for (int i = 0; i < TURNS; i++) {
-        cq_group_async_f(g, q, NULL, take_a_turn);
+    atomic_store(&turns_done, 0);
+    for (int i = 0; i < n; i++) {
+        cq_group_async_f(g, q, NULL, fn);
     }
     CHECK_EQ(cq_group_wait(g, cq_test_deadline()), 0);
-    CHECK_EQ(atomic_load(&turns_done), TURNS);
+    CHECK_EQ(atomic_load(&turns_done), n);
     struct cq_runtime_info info;
     cq_runtime_get_info(&info);
     printf("  threads at most %u\n", info.threads_peak);
     CHECK(info.threads_peak <= 24);
     cq_release(g);
+}
+
+static void test_tasks_taking_turns_at_a_mutex_do_not_grow_the_pool_to_its_limit(void)
+{
+    run_turns(take_a_turn, 30000);
 }
 
 /* The same with the holder asleep in the kernel while it holds the mutex: the holder counted
@@ -177,20 +184,7 @@ static void sleep_holding_the_mutex(void *ctx)
 
 static void test_a_holder_asleep_under_a_mutex_does_not_grow_the_pool_for_its_waiters(void)
 {
-    cq_queue_t q = cq_get_global_queue(CQ_QUEUE_PRIORITY_DEFAULT, 0);
-    cq_group_t g = cq_group_create();
-    enum { HOLDS = 150 };
-    atomic_store(&turns_done, 0);
-    for (int i = 0; i < HOLDS; i++) {
-        cq_group_async_f(g, q, NULL, sleep_holding_the_mutex);
-    }
-    CHECK_EQ(cq_group_wait(g, cq_test_deadline()), 0);
-    CHECK_EQ(atomic_load(&turns_done), HOLDS);
-    struct cq_runtime_info info;
-    cq_runtime_get_info(&info);
-    printf("  threads at most %u\n", info.threads_peak);
-    CHECK(info.threads_peak <= 24);
-    cq_release(g);
+    run_turns(sleep_holding_the_mutex, 150);
 }
 
 int main(void)
