@@ -3,6 +3,7 @@
  * after the function completed and sees its effects, callers inside the pool included.
  */
 #include <pthread.h>
+#include <time.h>
 
 #include "cq_test.h"
 
@@ -93,8 +94,49 @@ static void test_once_in_pool(void)
     cq_release(g);
 }
 
+/*
+ * Many tasks calling once behind a slow function: each waiter behind another keeps its CPU's
+ * proc (once.c). Given to a spare thread, each proc took the next task, which waited too: 500
+ * tasks behind a 300 ms function grew the process to its thread limit (255) with the message,
+ * where libdispatch used 4-5 threads in the same 0.3 s. Runs first: it reads the peak.
+ */
+static cq_once_t crowd_pred;
+static atomic_int crowd_runs, crowd_done;
+
+static void crowd_init(void *ctx)
+{
+    (void)ctx;
+    atomic_fetch_add(&crowd_runs, 1);
+    struct timespec d = {0, 300000000};
+    nanosleep(&d, NULL);
+}
+
+static void crowd_caller(void *ctx)
+{
+    (void)ctx;
+    cq_once_f(&crowd_pred, NULL, crowd_init);
+    atomic_fetch_add(&crowd_done, 1);
+}
+
+static void test_a_crowd_behind_a_slow_once_keeps_the_pool_small(void)
+{
+    cq_group_t g = cq_group_create();
+    for (int i = 0; i < 500; i++) {
+        cq_group_async_f(g, cq_get_global_queue(0, 0), NULL, crowd_caller);
+    }
+    WAIT_GROUP(g);
+    CHECK_EQ(atomic_load(&crowd_runs), 1);
+    CHECK_EQ(atomic_load(&crowd_done), 500);
+    struct cq_runtime_info info;
+    cq_runtime_get_info(&info);
+    printf("  threads at most %u\n", info.threads_peak);
+    CHECK(info.threads_peak <= 64);
+    cq_release(g);
+}
+
 int main(void)
 {
+    RUN(test_a_crowd_behind_a_slow_once_keeps_the_pool_small);
     RUN(test_once_threads);
     RUN(test_once_in_pool);
     TEST_MAIN_END();

@@ -69,7 +69,13 @@ static CQ_NOINLINE void once_slow(_Atomic long *pred, void *ctx, cq_function_t f
                   (void *)pred);
     }
     if (v != ONCE_DONE) {
-        cq__wait(&once_wait, pred, CQ_TIME_FOREVER);
+        /* Behind another waiter (WAITERS), a thread keeps its CPU's proc while it waits, as a
+         * sync behind another sync does: given to a spare, each proc took the next task, which
+         * waited too, and 500 tasks calling once behind a 300 ms function grew the process to
+         * its thread limit with the message (libdispatch: 4-5 threads, the same 0.3 s). The
+         * first waiter still gives its proc away, and the monitor adds procs slowly while work
+         * waits behind the kept ones. */
+        cq__wait_keeping(&once_wait, pred, CQ_TIME_FOREVER, (uint32_t)v == ONCE_WAITERS);
     }
 }
 
