@@ -83,15 +83,21 @@ static void pool_caller(void *ctx)
     cq_once_f(&slow_pred, NULL, slow_init);
 }
 
-static void test_once_in_pool(void)
+/* Runs `fn` in `n` tasks of the default global queue and waits for them all. */
+static void call_from_pool(int n, cq_function_t fn)
 {
     cq_group_t g = cq_group_create();
-    for (int i = 0; i < 32; i++) {
-        cq_group_async_f(g, cq_get_global_queue(0, 0), NULL, pool_caller);
+    for (int i = 0; i < n; i++) {
+        cq_group_async_f(g, cq_get_global_queue(0, 0), NULL, fn);
     }
     WAIT_GROUP(g);
-    CHECK_EQ(atomic_load(&slow_runs), 1);
     cq_release(g);
+}
+
+static void test_once_in_pool(void)
+{
+    call_from_pool(32, pool_caller);
+    CHECK_EQ(atomic_load(&slow_runs), 1);
 }
 
 /*
@@ -122,18 +128,13 @@ static void crowd_caller(void *ctx)
 
 static void test_a_crowd_behind_a_slow_once_keeps_the_pool_small(void)
 {
-    cq_group_t g = cq_group_create();
-    for (int i = 0; i < 500; i++) {
-        cq_group_async_f(g, cq_get_global_queue(0, 0), NULL, crowd_caller);
-    }
-    WAIT_GROUP(g);
+    call_from_pool(500, crowd_caller);
     CHECK_EQ(atomic_load(&crowd_runs), 1);
     CHECK_EQ(atomic_load(&crowd_done), 500);
     struct cq_runtime_info info;
     cq_runtime_get_info(&info);
     printf("  threads at most %u\n", info.threads_peak);
     CHECK(info.threads_peak <= 128); /* the old code: the limit, 255 */
-    cq_release(g);
 }
 
 int main(void)

@@ -491,6 +491,16 @@ static void m3_top_section(void *context)
     compat_add(&m3_ran, 1);
 }
 
+/* An async (h == 0) or a sync (h == 1) of `fn` onto q, as a barrier or not. */
+static void m3_submit(dispatch_queue_t q, int h, bool barrier, void *c, dispatch_function_t fn)
+{
+    if (barrier) {
+        (h ? dispatch_barrier_sync_f : dispatch_barrier_async_f)(q, c, fn);
+    } else {
+        (h ? dispatch_sync_f : dispatch_async_f)(q, c, fn);
+    }
+}
+
 static void m3_task(void *context)
 {
     intptr_t task = (intptr_t)context;
@@ -499,35 +509,18 @@ static void m3_task(void *context)
     for (r = 0; r < MIXED3_ROUNDS; r++) {
         for (h = 0; h < 2; h++) { /* an async, then a sync of the same kind */
             switch ((task + r) % 4) {
-            case 0: {
-                void *c = (void *)(task * MIXED3_ROUNDS * 2 + seq++);
-                if (h) {
-                    dispatch_sync_f(m3_lane, c, m3_lane_section);
-                } else {
-                    dispatch_async_f(m3_lane, c, m3_lane_section);
-                }
+            case 0:
+                m3_submit(m3_lane, h, false, (void *)(task * MIXED3_ROUNDS * 2 + seq++),
+                          m3_lane_section);
                 break;
-            }
             case 1:
-                if (h) {
-                    dispatch_sync_f(m3_pool, NULL, m3_pool_section);
-                } else {
-                    dispatch_async_f(m3_pool, NULL, m3_pool_section);
-                }
+                m3_submit(m3_pool, h, false, NULL, m3_pool_section);
                 break;
             case 2:
-                if (h) {
-                    dispatch_barrier_sync_f(m3_pool, NULL, m3_barrier_section);
-                } else {
-                    dispatch_barrier_async_f(m3_pool, NULL, m3_barrier_section);
-                }
+                m3_submit(m3_pool, h, true, NULL, m3_barrier_section);
                 break;
             default:
-                if (h) {
-                    dispatch_sync_f(m3_top, NULL, m3_top_section);
-                } else {
-                    dispatch_async_f(m3_top, NULL, m3_top_section);
-                }
+                m3_submit(m3_top, h, false, NULL, m3_top_section);
                 break;
             }
         }
