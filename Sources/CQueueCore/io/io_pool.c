@@ -70,6 +70,9 @@ static void start_thread(void)
 static void *pool_main(void *arg)
 {
     (void)arg;
+    /* Its own name, not its creator's (a worker's, or the monitor's): perf, top and the
+     * introspection name threads by it */
+    pthread_setname_np(pthread_self(), "cq-io-pool");
     pthread_mutex_lock(&pool_lock);
     for (;;) {
         while (pool_head == NULL) {
