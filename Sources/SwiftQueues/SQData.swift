@@ -45,13 +45,19 @@ public struct SQData: Sendable {
 
     /// How `init(bytesNoCopy:deallocator:)` releases the bytes it was given, once no `SQData`
     /// refers to them. Dispatch: `DispatchData.Deallocator`.
-    public enum Deallocator: Sendable {
+    public enum Deallocator {
         /// `free(3)`: the bytes came from `malloc`.
         case free
         /// `munmap(2)`: the bytes came from `mmap`.
         case unmap
-        /// Runs the closure on the queue (`nil`: the default global queue).
-        case custom(SQQueue?, @Sendable () -> Void)
+        /// Runs the closure once, on the queue (`nil`: the default global queue).
+        ///
+        /// As in Dispatch, the closure is not `@Sendable`: what it must capture is the pointer
+        /// it frees (`.custom(nil) { p.deallocate() }`), which is not `Sendable`, so a
+        /// `@Sendable` closure would not compile in the Swift 6 language mode. It runs after
+        /// every `SQData` referring to the bytes is gone; it must not touch other state that
+        /// another thread uses without synchronizing.
+        case custom(SQQueue?, () -> Void)
     }
 
     /// Copies the bytes into new data (one allocation holding the C object and the bytes).
@@ -85,8 +91,12 @@ public struct SQData: Sendable {
         case .unmap:
             created = cq_data_create_f(base, bytes.count, nil, cq__data_destructor_munmap)
         case .custom(let queue, let block):
+            // safety: the closure runs once, after the last reference to the bytes is gone (the
+            // C core orders that release before the call): nothing else runs it concurrently.
+            nonisolated(unsafe) let block = block
             created = cq_data_create_ctx_f(
-                base, bytes.count, queue?.handle, SQWorkBox.retainedContext(block), sqRunWorkBox)
+                base, bytes.count, queue?.handle, SQWorkBox.retainedContext({ block() }),
+                sqRunWorkBox)
         }
         guard let created else {
             fatalError("SQData(bytesNoCopy:): out of memory")
@@ -125,16 +135,16 @@ public struct SQData: Sendable {
     }
 
     /// The data from `range.lowerBound` to `range.upperBound`, sharing the regions (no bytes
-    /// copied; one C allocation). The range must lie within `0...count`: a range outside it
-    /// stops the process with a message, as a `Data` or `Array` does, where `DispatchData`
-    /// silently clamps it to the bytes that exist (the C core's `cq_data_create_subrange`
-    /// clamps, as libdispatch's does).
+    /// copied; one C allocation). As `DispatchData` does, the range is cut to the bytes that
+    /// exist: a range that runs past the end gives the bytes up to the end (the last, short
+    /// frame of data cut into frames), one that starts at or past the end gives ``empty``. A
+    /// negative lower bound stops the process with a message.
     /// Dispatch: `DispatchData.subdata(in:)`.
     public func subdata(in range: Range<Int>) -> SQData {
         sqRequire(
-            range.lowerBound >= 0 && range.upperBound <= count,
-            "SQData.subdata(in: \(range)): the range is outside 0..<\(count)")
-        if range.isEmpty {
+            range.lowerBound >= 0,
+            "SQData.subdata(in: \(range)): the range starts before 0")
+        if range.isEmpty || range.lowerBound >= count {
             return .empty
         }
         let sub = cq_data_create_subrange(storage.handle, range.lowerBound, range.count)!

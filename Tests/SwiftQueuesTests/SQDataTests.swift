@@ -247,6 +247,46 @@ import Testing
         #expect(w == 20 && w == rw && wide == rwide)
     }
 
+    @Test func testSubdataPastTheEndIsCut() {
+        // Data cut into 4,096-byte frames, the last one short: DispatchData cuts a range that
+        // runs past the end to the bytes that exist (the old SQData stopped the process).
+        let source = bytes(10_000, seed: 3)
+        let d = sq(source)
+        let r = dd(source)
+        var frames: [Int] = []
+        var offset = 0
+        while offset < d.count {
+            let frame = d.subdata(in: offset..<(offset + 4_096))
+            let reference = r.subdata(in: offset..<(offset + 4_096))
+            #expect(Array(frame) == Array(reference), "frame at \(offset)")
+            #expect(Array(frame) == Array(source[offset..<min(offset + 4_096, source.count)]))
+            frames.append(frame.count)
+            offset += 4_096
+        }
+        #expect(frames == [4_096, 4_096, 1_808])
+        for range in [10_000..<10_010, 12_000..<13_000, 9_999..<20_000, 0..<20_000] {
+            #expect(Array(d.subdata(in: range)) == Array(r.subdata(in: range)), "range \(range)")
+        }
+    }
+
+    @Test func testCustomDeallocatorCapturesThePointer() {
+        // The shape ported from DispatchData: the closure captures the buffer it frees, a
+        // non-Sendable pointer (with a @Sendable closure this did not compile in Swift 6).
+        let freed = SQSemaphore(value: 0)
+        let p = UnsafeMutableRawBufferPointer.allocate(byteCount: 16, alignment: 8)
+        p.initializeMemory(as: UInt8.self, repeating: 5)
+        do {
+            let d = SQData(
+                bytesNoCopy: UnsafeRawBufferPointer(p),
+                deallocator: .custom(nil, {
+                    p.deallocate()
+                    freed.signal()
+                }))
+            #expect(Array(d) == [UInt8](repeating: 5, count: 16))
+        }
+        #expect(freed.wait(timeout: patience()) == .success)
+    }
+
     @Test func testNoCopyDeallocators() {
         // .custom runs once, on its queue, after the last value is gone
         let queue = SQSerialQueue(label: "data.dealloc")
