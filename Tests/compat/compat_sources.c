@@ -718,6 +718,72 @@ static void test_read_end_of_file(void)
     dispatch_release(q);
 }
 
+/* A WRITE source on a socket whose peer has gone, whose handler writes and ignores EPIPE
+ * (leaving the clean-up to the read side): the hang-up is told once, as libdispatch does. The
+ * level-triggered re-fire kept a socket that polls writable for ever (POLLOUT | POLLHUP) firing:
+ * ~470,000 calls a second, a whole CPU, until the program cancelled. */
+struct hup_write {
+    int fd;
+    long calls;
+    long failed;
+    dispatch_semaphore_t fired;
+};
+
+static void hup_write_event(void *ctx)
+{
+    struct hup_write *w = (struct hup_write *)ctx;
+    if (write(w->fd, "ping\n", 5) < 0) {
+        compat_add(&w->failed, 1);
+    }
+    compat_add(&w->calls, 1);
+    dispatch_semaphore_signal(w->fired);
+}
+
+static void signal_semaphore(void *ctx)
+{
+    dispatch_semaphore_signal((dispatch_semaphore_t)ctx);
+}
+
+static void test_write_after_hang_up(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    int sp[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sp) == 0);
+    fcntl(sp[0], F_SETFL, O_NONBLOCK);
+    close(sp[1]); /* the client has gone before the server writes */
+    dispatch_queue_t q = dispatch_queue_create("compat.hup", DISPATCH_QUEUE_SERIAL);
+    struct hup_write w = {sp[0], 0, 0, dispatch_semaphore_create(0)};
+    dispatch_source_t s = dispatch_source_create(DISPATCH_SOURCE_TYPE_WRITE, (uintptr_t)sp[0], 0, q);
+    REQUIRE(s != NULL);
+    dispatch_set_context(s, &w);
+    dispatch_source_set_event_handler_f(s, hup_write_event);
+    dispatch_resume(s);
+    WAIT_SEMA(w.fired);
+    /* Each marker runs behind whatever the source queued before it: a source that fires again
+     * by itself runs its handler between them (then at least once a round) */
+    dispatch_semaphore_t marked = dispatch_semaphore_create(0);
+    for (int i = 0; i < 20; i++) {
+        dispatch_async_f(q, marked, signal_semaphore);
+        WAIT_SEMA(marked);
+    }
+    while (__atomic_load_n(&w.calls, __ATOMIC_SEQ_CST) < 100 &&
+           dispatch_semaphore_wait(w.fired, compat_short()) == 0) {
+    }
+    dispatch_release(marked);
+    long calls = __atomic_load_n(&w.calls, __ATOMIC_SEQ_CST);
+    fprintf(stderr, "   write source after the hang-up: %ld call(s), %ld failed write(s)\n", calls,
+            __atomic_load_n(&w.failed, __ATOMIC_SEQ_CST));
+    CHECK(calls >= 1 && calls <= 3);
+    CHECK_EQ(__atomic_load_n(&w.failed, __ATOMIC_SEQ_CST), calls);
+    dispatch_source_cancel(s);
+    dispatch_async_f(q, w.fired, signal_semaphore); /* behind the cancellation's last call */
+    WAIT_SEMA(w.fired);
+    dispatch_release(s);
+    dispatch_release(w.fired);
+    dispatch_release(q);
+    close(sp[0]);
+}
+
 int main(void)
 {
     sigset_t usr1;
@@ -736,6 +802,7 @@ int main(void)
     RUN(test_pipe);
     RUN(test_read_readiness_gone);
     RUN(test_read_end_of_file);
+    RUN(test_write_after_hang_up);
     RUN(test_listening_socket);
     RUN(test_signal);
 #ifdef CQ_DISPATCH_COMPAT

@@ -309,11 +309,17 @@ static bool always_ready(struct cq_source_s *s)
     return fstat((int)s->handle, &st) == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode));
 }
 
+/* The descriptor's poll(2) state for the source's direction: 0 if not ready (or invalid). */
+static short ready_events(struct cq_source_s *s)
+{
+    struct pollfd p = {(int)s->handle, s->type->kind == CQ_SOURCE_KIND_READ ? POLLIN : POLLOUT, 0};
+    return poll(&p, 1, 0) == 1 && !(p.revents & POLLNVAL) ? p.revents : 0;
+}
+
 /* Is the descriptor still ready? (Edge-triggered epoll reports only changes.) */
 static bool still_ready(struct cq_source_s *s)
 {
-    struct pollfd p = {(int)s->handle, s->type->kind == CQ_SOURCE_KIND_READ ? POLLIN : POLLOUT, 0};
-    return poll(&p, 1, 0) == 1 && !(p.revents & POLLNVAL);
+    return ready_events(s) != 0;
 }
 
 /* A READ source found no byte to read (FIONREAD 0): the end of file (data 0), bytes that came
@@ -437,14 +443,21 @@ void cq__source_invoke(struct cq_source_s *s)
          * or of FIRED (cq__source_event) */
         st = cq__load(&s->state, acquire);
         /* Level-triggered: fire again while the descriptor is ready, except after telling a
-         * READ source of the end of file (data 0): a pipe or socket at its end stays "ready"
-         * for ever, and libdispatch reports the end once, where firing again would keep a
-         * thread busy until the program cancels. A new readiness event still fires. A regular
-         * file (or directory), which epoll cannot watch, stays always ready, as in libdispatch:
-         * its end moves when it grows, and only firing again sees that. */
+         * READ source of the end of file (data 0), or a WRITE source of a hang-up or an error
+         * (a socket whose peer has gone, a pipe whose reader has: POLLHUP, POLLERR): such a
+         * descriptor stays "ready" for ever, and libdispatch reports the end once, where firing
+         * again kept a thread busy until the program cancelled (a write source on a socket
+         * whose peer closed fired ~470,000 times a second, each write failing with EPIPE;
+         * libdispatch once). A new readiness event still fires. A regular file (or directory),
+         * which epoll cannot watch, stays always ready, as in libdispatch: its end moves when
+         * it grows, and only firing again sees that. */
         bool told_eof = s->type->kind == CQ_SOURCE_KIND_READ && data == 0 && !always_ready(s);
-        if (io && fired && !told_eof && !(st & CQ__SS_CANCELED) && still_ready(s)) {
-            cq__or(&s->state, CQ__SS_FIRED, relaxed);
+        if (io && fired && !told_eof && !(st & CQ__SS_CANCELED)) {
+            short ev = ready_events(s);
+            bool told_hup = s->type->kind == CQ_SOURCE_KIND_WRITE && (ev & (POLLHUP | POLLERR));
+            if (ev != 0 && !told_hup) {
+                cq__or(&s->state, CQ__SS_FIRED, relaxed);
+            }
         }
     }
 finish:
