@@ -136,6 +136,30 @@ extension SQSemaphore {
         }
     }
 
+    /// ``signal()`` while tasks are listed: gives the resource to the first listed task that
+    /// can still take it, without touching the C count. False if none could (the list emptied,
+    /// or every task in it was cancelled): the caller signals the C count then. A listed task
+    /// whose own retry of the C count succeeded meanwhile finds itself off the list and gives
+    /// that unit back (waitForSignal).
+    @usableFromInline
+    internal func handToFirstAsyncWaiter() -> Bool {
+        while true {
+            let first = asyncWaiters.withLock { list in
+                let first = list.popFirst()
+                asyncWaiterCount.store(list.count, ordering: .relaxed)
+                return first
+            }
+            guard let first else {
+                return false
+            }
+            if first.claim() {
+                first.finish(())
+                return true
+            }
+            // Cancelled: it leaves without the resource; try the next one.
+        }
+    }
+
     /// The slow path of ``signal()``, taken when tasks are listed: moves the resource the C
     /// signal just added to the first listed task that can still take it. `woken` is what the C
     /// signal returned.

@@ -50,6 +50,12 @@ public final class SQSemaphore: @unchecked Sendable {
     @inlinable
     @discardableResult
     public func signal() -> Int {
+        // Tasks first, as waitForSignal() promises: a C signal hands its unit straight to a
+        // thread sleeping in wait(), and the hand-off below then found nothing to take back,
+        // so while a thread kept waiting the tasks were never served.
+        if asyncWaiterCount.load(ordering: .relaxed) != 0 && handToFirstAsyncWaiter() {
+            return 1
+        }
         let woken = cq_semaphore_signal(handle)
         // seq_cst fence: pairs with the one in waitForSignal (a Dekker pair: either that
         // waiter's retry sees this increment, or this load sees the waiter listed).
