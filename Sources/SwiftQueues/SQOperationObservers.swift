@@ -6,7 +6,8 @@ import Synchronization
 /// Changes are *enqueued* by the owner under its own lock (this hub's lock is a leaf taken
 /// inside it), which fixes their order; they are *delivered* after the owner's lock is
 /// dropped, by one thread at a time: the thread whose ``enqueue(_:)`` found nobody delivering
-/// calls ``deliver()``, which hands out changes in order until none are left. A handler that
+/// calls ``deliver()``, which hands out changes in order until none are left (after
+/// ``deliveryBudget`` of them, a pool thread takes over the rest). A handler that
 /// causes another change (on the same object) only enqueues it; it is delivered after the
 /// handler returns. So every observer sees every change made after it registered, once, in
 /// order, and no handler runs under a lock.
@@ -77,28 +78,67 @@ internal final class SQOperationObservers<Change: Sendable>: @unchecked Sendable
         }
     }
 
-    /// Delivers queued changes in order until none are left. Call it with no lock held, only
-    /// after ``enqueue(_:)`` returned `true`.
+    /// How many changes one call of ``deliver()`` hands out before it passes the rest to a
+    /// pool thread. Under a steady stream of changes (operations added from several threads)
+    /// the delivering thread found more queued every time it looked, and never returned: the
+    /// thread that set `isSuspended` on an observed queue stayed in the setter for good.
+    static var deliveryBudget: Int { 256 }
+
+    /// Delivered changes dropped from the front of the queue once this many have piled up
+    /// (and they are at least half of it): they hold their operations. The queue was emptied
+    /// only when delivery caught up, so under a steady stream it kept every change, and every
+    /// finished operation, alive (5.8 million after 8 s, 1.8 GB).
+    static var compactionThreshold: Int { 64 }
+
+    private enum Step {
+        case deliver(Change, [@Sendable (Change) -> Void])
+        case done
+        case handOff
+    }
+
+    /// Delivers queued changes in order until none are left, or hands the rest to a pool
+    /// thread after ``deliveryBudget`` of them (still one deliverer at a time, in order). Call
+    /// it with no lock held, only after ``enqueue(_:)`` returned `true`.
     func deliver() {
+        var budget = Self.deliveryBudget
         while true {
-            let next: (change: Change, handlers: [@Sendable (Change) -> Void])? = hub.withLock {
-                hub in
+            let step: Step = hub.withLock { hub in
                 guard hub.head < hub.queued.count else {
-                    hub.queued.removeAll()
+                    hub.queued.removeAll(keepingCapacity: hub.queued.count <= 1024)
                     hub.head = 0
                     hub.delivering = false
-                    return nil
+                    return .done
+                }
+                if budget == 0 {
+                    return .handOff  // `delivering` stays set: the pool thread goes on
                 }
                 let item = hub.queued[hub.head]
                 hub.head += 1
+                if hub.head >= Self.compactionThreshold && hub.head * 2 >= hub.queued.count {
+                    hub.queued.removeFirst(hub.head)
+                    hub.head = 0
+                }
                 let handlers = hub.observers.filter { $0.since <= item.sequence }.map(\.handler)
-                return (item.change, handlers)
+                return .deliver(item.change, handlers)
             }
-            guard let next else { return }
-            for handler in next.handlers {
-                handler(next.change)
+            switch step {
+            case .done:
+                return
+            case .handOff:
+                SQQueue.global().async { self.deliver() }
+                return
+            case .deliver(let change, let handlers):
+                budget -= 1
+                for handler in handlers {
+                    handler(change)
+                }
             }
         }
+    }
+
+    /// How many changes the hub holds, delivered ones not yet dropped included (tests).
+    var storedChangeCount: Int {
+        hub.withLock { $0.queued.count }
     }
 
     /// Calls every observer's `close` (the owner is going away) and unregisters them all.

@@ -3,7 +3,8 @@ extension SQOperationQueue {
     /// happened, until the returned observation is invalidated or dropped.
     ///
     /// The handler runs on the thread that made the change, or on one delivering earlier
-    /// changes of this queue, with no lock held; handlers of one queue never run
+    /// changes of this queue (a thread that has delivered 256 changes in one go passes the
+    /// rest to a pool thread), with no lock held; handlers of one queue never run
     /// concurrently. Don't block in it: the thread may be one that adds operations to this
     /// queue (a handler waiting there for an operation not added yet would wait for ever).
     /// No other operation waits for the handler to return: the next operation a finish frees
