@@ -10,8 +10,9 @@ extension SQWorkItem {
     ///
     /// Cancellation: a cancelled task stops waiting at once and this throws
     /// `CancellationError`; the item is not cancelled (call ``cancel()`` for that). The
-    /// cancelled wait's notification stays registered on the item (about 100 bytes) until the
-    /// item finishes or is cancelled, as a cancelled ``SQGroup/waitUntilEmpty()``'s does.
+    /// cancelled wait's notification is dropped later, with others, by a later cancelled wait,
+    /// as a cancelled ``SQGroup/waitUntilEmpty()``'s is: an item that runs late (or never)
+    /// keeps fewer registrations than half its live waiters plus 64.
     ///
     /// Cost: when the item has not finished yet, one allocation and one `cq_work_item_notify_f`.
     /// Thread-safe. Dispatch: none (`item.notify` with a continuation).
@@ -20,13 +21,43 @@ extension SQWorkItem {
             return
         }
         let resumption = SQNotifyResumption()
+        var registered = false
         let notified: Void? = await resumption.wait {
+            registered = true
             cq_work_item_notify_f(
                 handle, SQQueue.globalDefault.handle, resumption.retainedContext(),
                 sqFireCallback)
         }
         if notified == nil {
+            if registered {
+                noteAbandonedWait()
+            }
             throw CancellationError()
         }
+    }
+
+    /// A cancelled wait left its notify registered (it stayed until the item ran: ~90 bytes
+    /// per cancelled wait, without bound, for an item that runs late or never). Once there are
+    /// as many such as half the registrations the last purge left (at least 64), they are
+    /// purged in one pass, as ``SQGroup`` does for its waits.
+    private func noteAbandonedWait() {
+        let abandoned = abandonedWaits.wrappingAdd(1, ordering: .relaxed).newValue
+        guard abandoned >= purgeThreshold.load(ordering: .relaxed),
+            abandonedWaits.compareExchange(expected: abandoned, desired: 0, ordering: .relaxed)
+                .exchanged
+        else { return }
+        let left = cq_swift_work_item_notify_purge(
+            handle, sqFireCallback,
+            { context in
+                // safety: every notify with sqFireCallback holds a retained SQCallback.
+                Unmanaged<SQCallback>.fromOpaque(context!).takeUnretainedValue().isAbandoned
+            },
+            { context in Unmanaged<SQCallback>.fromOpaque(context!).release() })
+        purgeThreshold.store(max(64, left / 2), ordering: .relaxed)
+    }
+
+    /// The notifies registered now (tests).
+    internal var registeredNotifyCount: Int {
+        cq_swift_work_item_notify_purge(handle, sqFireCallback, { _ in false }, { _ in })
     }
 }

@@ -18,6 +18,7 @@
  * group is left once. A waiter that finds FINISHED already set needs no group at all.
  */
 #include <cqueuecore/source.h> /* cq_after_f */
+#include <cqueuecore/swift_support.h>
 #include <cqueuecore/work_item.h>
 
 #include <errno.h>
@@ -343,6 +344,16 @@ intptr_t cq_work_item_wait(cq_work_item_t item, cq_time_t timeout)
         return 0;
     }
     return cq_group_wait(completion_group(w), timeout);
+}
+
+size_t cq_swift_work_item_notify_purge(cq_work_item_t item, cq_function_t fn, bool (*dead)(void *),
+                                       void (*release)(void *))
+{
+    struct cq_work_item_s *w = item_check(item, "cq_swift_work_item_notify_purge");
+    /* acquire: pairs with completion_group's seq_cst CAS that installs the group (its
+     * initialisation) */
+    cq_group_t done = cq__load(&w->done, acquire);
+    return done ? cq_swift_group_notify_purge(done, fn, dead, release) : 0;
 }
 
 void cq_work_item_notify_f(cq_work_item_t item, cq_queue_t queue, void *context,

@@ -75,6 +75,17 @@ CQ_EXPORT size_t cq_swift_group_notify_purge(cq_group_t group, cq_function_t fn,
                                              void (*release)(void *context));
 
 /*
+ * cq_swift_work_item_notify_purge
+ *   cq_swift_group_notify_purge for the notifies of a work item (cq_work_item_notify_f), which
+ *   wait for the item's run: for the notifies of cancelled `SQWorkItem.waitUntilFinished()`
+ *   calls, which would otherwise stay until the item runs (or for ever, if it never does).
+ *   Returns how many are still registered (0 if none ever was). Thread-safe; O(notifies).
+ */
+CQ_EXPORT size_t cq_swift_work_item_notify_purge(cq_work_item_t item, cq_function_t fn,
+                                                 bool (*dead)(void *context),
+                                                 void (*release)(void *context));
+
+/*
  * cq_swift_async_prepare / cq_swift_async_submit
  *   cq_async_f without a context allocation, for callers that carry up to CQ_SWIFT_INLINE_BYTES
  *   bytes of their own (SwiftQueues puts the submitted closure there). prepare checks `queue`
