@@ -288,7 +288,7 @@ static void dump_signal_start(void)
     cq_activate(s); /* kept for the life of the process */
 }
 
-__attribute__((constructor)) static void dump_signal_init(void)
+CQ_EARLY_INIT static void dump_signal_init(void)
 {
     const char *v = getenv("CQ_DUMP_SIGNAL");
     if (v == NULL || *v == '\0') {

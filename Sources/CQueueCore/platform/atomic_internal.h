@@ -22,6 +22,12 @@
 #define CQ_INLINE static inline __attribute__((always_inline))
 #define CQ_NOINLINE __attribute__((noinline))
 #define CQ_INTERNAL __attribute__((visibility("hidden")))
+/* The constructors that register the runtime's parts (item kinds, object classes, fork hooks):
+ * with a priority, they run before the program's own constructors and C++ static initializers
+ * (which have none), so that code running before main may use the runtime. Without one, a
+ * static link ran a program's constructor first, and its first task stopped the process
+ * ("unknown item kind"). Priorities up to 100 are the implementation's. */
+#define CQ_EARLY_INIT __attribute__((constructor(200)))
 
 #define cq__load(p, mo) atomic_load_explicit((p), memory_order_##mo)
 #define cq__store(p, v, mo) atomic_store_explicit((p), (v), memory_order_##mo)

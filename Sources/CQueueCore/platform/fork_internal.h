@@ -59,7 +59,7 @@ CQ_INTERNAL void cq__fork_register(const struct cq__fork_hooks *hooks);
     CQ_INTERNAL void cq__##part##_fork_child(void);
 
 #define CQ__FORK_REGISTER(part, rank_, prepare_, parent_, child_)                                  \
-    __attribute__((constructor)) static void cq__fork_register_##part(void)                        \
+    CQ_EARLY_INIT static void cq__fork_register_##part(void)                                       \
     {                                                                                              \
         static const struct cq__fork_hooks hooks = {(rank_), (prepare_), (parent_), (child_)};     \
         cq__fork_register(&hooks);                                                                 \

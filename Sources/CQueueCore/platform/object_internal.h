@@ -71,7 +71,7 @@ CQ_INTERNAL void cq__class_register(const struct cq__class *cls);
 CQ_INTERNAL bool cq__class_is_known(const struct cq__class *cls);
 
 #define CQ__CLASS_REGISTER(cls)                                                                    \
-    __attribute__((constructor)) static void cq__class_register_##cls(void)                        \
+    CQ_EARLY_INIT static void cq__class_register_##cls(void)                                       \
     {                                                                                              \
         cq__class_register(&cls);                                                                  \
     }

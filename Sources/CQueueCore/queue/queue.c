@@ -797,7 +797,7 @@ static void queue_item_run(struct cq__item *it)
 }
 CQ__ITEM_KIND_REGISTER(CQ__ITEM_QUEUE, queue_item_run)
 
-__attribute__((constructor)) static void queue_register_owner_done(void)
+CQ_EARLY_INIT static void queue_register_owner_done(void)
 {
     cq__item_owner_done_register(cq__queue_release_width);
     cq__item_label_register(label_of);

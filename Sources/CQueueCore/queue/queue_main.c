@@ -66,7 +66,7 @@ static pthread_key_t main_exit_key;
 
 /* At load time, on the main thread (a library loaded later by another thread leaves this to
  * nobody: then the main queue needs cq_main). */
-__attribute__((constructor)) static void watch_main_thread(void)
+CQ_EARLY_INIT static void watch_main_thread(void)
 {
     if (cq__is_main_thread() && pthread_key_create(&main_exit_key, main_thread_exited) == 0) {
         pthread_setspecific(main_exit_key, &main_exit_key);

@@ -118,7 +118,7 @@ CQ_INTERNAL const char *cq__item_label(const struct cq__item *it);
 
 /* In a kind's file: registers `run` for `kind` at load time. */
 #define CQ__ITEM_KIND_REGISTER(kind, run)                                                          \
-    __attribute__((constructor)) static void cq__item_kind_register_##kind(void)                   \
+    CQ_EARLY_INIT static void cq__item_kind_register_##kind(void)                                  \
     {                                                                                              \
         cq__item_kind_register(kind, run);                                                         \
     }

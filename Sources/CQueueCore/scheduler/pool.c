@@ -54,7 +54,7 @@ static const struct {
 };
 
 /* cq__event_wait (platform/parker.c) sleeps inside the pool's block bracket. */
-__attribute__((constructor)) static void pool_register_sleep_hooks(void)
+CQ_EARLY_INIT static void pool_register_sleep_hooks(void)
 {
     cq__sleep_hooks_register(cq__pool_block_begin, cq__pool_block_end);
 }

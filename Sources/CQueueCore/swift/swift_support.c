@@ -142,7 +142,7 @@ static CQ_SWIFTCALL CQ_NORETURN void async_main_drain(void *original, void *comp
     cq_main_with_libdispatch();
 }
 
-__attribute__((constructor)) static void install_async_main_hook(void)
+CQ_EARLY_INIT static void install_async_main_hook(void)
 {
     void *slot = lookup("swift_task_asyncMainDrainQueue_hook");
     if (slot == NULL) {
