@@ -615,12 +615,19 @@ void cq__task_fork_parent(void)
     pthread_mutex_unlock(&trim_lock);
 }
 
-/* The child has no trimmer thread: its first request starts one. */
+/* The child has no trimmer thread: its first request starts one. A trim the parent had due,
+ * or arenas it kept mapped for a trim to come, would otherwise never come in the child: its
+ * bursts reuse the inherited depot's tasks, so no arena grows and nothing asks (a child forked
+ * just after a burst kept 10-28 MB for good). So the child's next push to the depot asks. */
 void cq__task_fork_child(void)
 {
     cq__task_fork_parent();
+    bool pending = cq__load(&trim.due, relaxed) != 0 || cq__load(&trim_retry, relaxed);
     cq__store(&trim.started, 0, relaxed);
     cq__store(&trim.due, 0, relaxed);
+    if (pending || narenas > TRIM_MIN_ARENAS) {
+        cq__store(&trim_retry, true, relaxed);
+    }
 }
 
 /* ---- running a task ---------------------------------------------------------------------- */
