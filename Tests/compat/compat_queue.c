@@ -701,6 +701,11 @@ static void run_turns(dispatch_queue_t q, bool from_a_task)
         submit_turns(&s);
     }
     WAIT_GROUP(s.g);
+    if (turns.turn != N_TURNS) {
+        fprintf(stderr, "   %s queue, submitted from %s: stopped at turn %ld\n",
+                q == compat_global() ? "global" : "concurrent", from_a_task ? "a task" : "main",
+                turns.turn);
+    }
     CHECK_EQ(turns.turn, N_TURNS);
     CHECK_EQ(turns.gave_up, 0);
     dispatch_release(s.g);
