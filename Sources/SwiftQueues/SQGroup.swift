@@ -17,10 +17,8 @@ public final class SQGroup: @unchecked Sendable {
     @usableFromInline
     internal let handle: OpaquePointer
 
-    /// Cancelled `waitUntilEmpty()` calls whose notifies are still registered, and the count
-    /// at which they are purged (SQGroup+Concurrency.swift).
-    internal let abandonedWaits = Atomic<Int>(0)
-    internal let purgeThreshold = Atomic<Int>(64)
+    /// Cancelled `waitUntilEmpty()` calls whose notifies are still registered.
+    internal let abandonedWaits = SQAbandonedWaits()
 
     /// Creates an empty group. Stops the process if memory is exhausted.
     ///

@@ -37,23 +37,13 @@ extension SQWorkItem {
     }
 
     /// A cancelled wait left its notify registered (it stayed until the item ran: ~90 bytes
-    /// per cancelled wait, without bound, for an item that runs late or never). Once there are
-    /// as many such as half the registrations the last purge left (at least 64), they are
-    /// purged in one pass, as ``SQGroup`` does for its waits.
+    /// per cancelled wait, without bound, for an item that runs late or never; see
+    /// ``SQAbandonedWaits``).
     private func noteAbandonedWait() {
-        let abandoned = abandonedWaits.wrappingAdd(1, ordering: .relaxed).newValue
-        guard abandoned >= purgeThreshold.load(ordering: .relaxed),
-            abandonedWaits.compareExchange(expected: abandoned, desired: 0, ordering: .relaxed)
-                .exchanged
-        else { return }
-        let left = cq_swift_work_item_notify_purge(
-            handle, sqFireCallback,
-            { context in
-                // safety: every notify with sqFireCallback holds a retained SQCallback.
-                Unmanaged<SQCallback>.fromOpaque(context!).takeUnretainedValue().isAbandoned
-            },
-            { context in Unmanaged<SQCallback>.fromOpaque(context!).release() })
-        purgeThreshold.store(max(64, left / 2), ordering: .relaxed)
+        abandonedWaits.note {
+            cq_swift_work_item_notify_purge(
+                handle, sqFireCallback, SQAbandonedWaits.isAbandoned, SQAbandonedWaits.release)
+        }
     }
 
     /// The notifies registered now (tests).

@@ -1,5 +1,4 @@
 import CQueueCore
-import Synchronization
 
 /// A closure as an object that can be submitted, performed, waited for, observed and
 /// cancelled: SwiftQueues' `DispatchWorkItem`, over the C core's `cq_work_item_t`.
@@ -33,10 +32,8 @@ public final class SQWorkItem: @unchecked Sendable {
     @usableFromInline
     internal let flags: SQWorkItemFlags
 
-    /// Cancelled ``waitUntilFinished()`` calls whose notify is still registered, and how many
-    /// of them trigger a purge (see `SQWorkItem+Concurrency.swift`).
-    internal let abandonedWaits = Atomic<Int>(0)
-    internal let purgeThreshold = Atomic<Int>(64)
+    /// Cancelled ``waitUntilFinished()`` calls whose notify is still registered.
+    internal let abandonedWaits = SQAbandonedWaits()
 
     /// Creates a work item that runs `block`.
     ///
