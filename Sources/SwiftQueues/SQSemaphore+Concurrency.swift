@@ -170,17 +170,11 @@ extension SQSemaphore {
             guard cq_semaphore_wait(handle, 0) == 0 else {
                 return woken
             }
-            let first = asyncWaiters.withLock { list in
-                let first = list.popFirst()
-                asyncWaiterCount.store(list.count, ordering: .relaxed)
-                return first
-            }
-            if let first, first.claim() {
-                first.finish(())
+            if handToFirstAsyncWaiter() {
                 return 1
             }
-            // Nobody to give it to (the list emptied, or its first task was cancelled): put
-            // it back, and look again, since a task may have listed itself meanwhile.
+            // Nobody to give it to (the list emptied, its tasks cancelled): put it back, and
+            // look again, since a task may have listed itself meanwhile.
             _ = cq_semaphore_signal(handle)
             atomicMemoryFence(ordering: .sequentiallyConsistent)
         }
