@@ -27,34 +27,59 @@
 /* ---------------------------------------------------------------------------------------- */
 /* Pushing work                                                                             */
 
+/* Sends everything `p`'s ring of `prio` holds to the inject queue, oldest first, then `it`; the
+ * rest of the running item's pushes of that priority follow them there (spill_levels, until it
+ * returns). */
+static void spill(struct cq__proc *p, unsigned prio, struct cq__item *it)
+{
+    struct cq__item *x;
+    while ((x = cq__runq_pop(&p->rq[prio])) != NULL) {
+        cq__inject_push(&P.inject[prio], prio, x);
+    }
+    cq__inject_push(&P.inject[prio], prio, it);
+    p->spill_levels |= (uint8_t)CQ__LEVEL(prio);
+}
+
+/*
+ * A full ring spills (above): its items wait in the inject queue in the order they were pushed,
+ * behind them the new item and the rest of the running item's burst. So what a worker's ring
+ * holds is older than what its tasks sent to the inject queue: a worker puts an item of the
+ * inject queue behind its ring (inject_take_levels), thieves and new threads take the inject
+ * queue's oldest items, and each finds the oldest work there is. Before, the ring's older half
+ * went to the inject queue and its newer half stayed, and the new item went alone to the inject
+ * queue, ahead of the ring, while a thief copied from it: 2,000 tasks that each wait for the
+ * one submitted before them, submitted from a task, then left an old task behind newer ones
+ * (behind the ring's 200 newest, which the worker put ahead of the inject queue's; or in the
+ * inject queue behind the new item, which came out first in a batch). The worker and every
+ * thread the monitor added ran and waited in newer tasks (compat_queue's turns, 1 run in 40).
+ */
 void cq__pool_ring_push(struct cq__proc *p, struct cq__item *it)
 {
     unsigned prio = cq__load(&it->prio, relaxed);
     struct cq__runq *rq = &p->rq[prio];
+    if (cq__unlikely(p->spill_levels & CQ__LEVEL(prio))) {
+        cq__inject_push(&P.inject[prio], prio, it);
+        return;
+    }
     for (;;) {
-        switch (cq__runq_push(rq, it)) {
-        case CQ__RUNQ_PUSHED:
+        enum cq__runq_push_result pushed = cq__runq_push(rq, it);
+        if (cq__likely(pushed == CQ__RUNQ_PUSHED)) {
             return;
-        case CQ__RUNQ_STEALING:
-            cq__inject_push(&P.inject[prio], prio, it);
-            return;
-        case CQ__RUNQ_FULL: {
-            /* The older half goes to the inject queue, and `it` into the ring, behind the
-             * newer half: sent along with the older half (the chain ends with it), it came
-             * before the newer half, and tasks that each wait for the ones submitted before
-             * them, submitted from a task, waited for ever (a task of the inject queue waited
-             * for one in the ring of a worker that waited too). */
+        }
+        if (pushed == CQ__RUNQ_FULL) {
+            /* Its older half at once (one CAS), then the rest through spill */
             struct cq__item *first, *last;
             uint32_t n;
-            if (cq__runq_push_overflow(rq, it, &first, &last, &n)) {
-                for (struct cq__item *x = first, *next; --n; x = next) {
-                    next = cq__load(&x->next, relaxed); /* before x is published and run */
-                    cq__inject_push(&P.inject[prio], prio, x);
-                }
+            if (!cq__runq_push_overflow(rq, it, &first, &last, &n)) {
+                continue; /* a thief took items: push `it` again */
             }
-            break; /* push `it` again: the ring has room now (or a thief changed it) */
+            for (struct cq__item *next; --n; first = next) { /* the chain ends with `it` */
+                next = cq__load(&first->next, relaxed);      /* before it is published and run */
+                cq__inject_push(&P.inject[prio], prio, first);
+            }
         }
-        }
+        spill(p, prio, it); /* full, or full while a thief copies from it */
+        return;
     }
 }
 

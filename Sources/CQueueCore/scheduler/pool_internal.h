@@ -125,6 +125,9 @@ struct cq__proc {
     /* owner-private */
     uint32_t tick;
     uint32_t lifo_streak;
+    uint8_t spill_levels; /* CQ__LEVEL bits: the running item overflowed that ring, so the rest
+                             of its pushes go to the inject queue (find.c, ring_push); cleared
+                             when it returns (worker.c, run_item) */
     uint32_t search_ns;   /* how long the next search spins (adaptive, see search()) */
     uint32_t batch_max;   /* items the next inject batch takes, 0 at first (see
                              "Inject batches" in find.c) */

@@ -152,6 +152,7 @@ static inline void run_item(struct cq__thread *t, struct cq__proc *p, struct cq_
     struct cq__proc *now = t->proc; /* may differ: the task blocked and gave its proc away */
     if (now) {
         cq__store(&now->running, 0, relaxed);
+        now->spill_levels = 0; /* its pushes go to its ring again (find.c, ring_push) */
     }
 }
 
