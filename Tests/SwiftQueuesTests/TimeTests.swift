@@ -46,6 +46,11 @@ import Glibc
         #expect(last != .distantFuture)
         #expect(last.uptimeNanoseconds == UInt64(Int64.max))
         #expect(last < .distantFuture)
+        // Anything later is distantFuture, as in Dispatch (ours gave a wall-clock time in 1970,
+        // which every wait and asyncAfter had passed).
+        #expect(last + .milliseconds(100) == .distantFuture)
+        #expect(last + 1.0 == .distantFuture)
+        #expect(last - .seconds(1) < last)
         #expect(SQTime(uptimeNanoseconds: UInt64(Int64.max) + 1) == .distantFuture)
         // NaN seconds count as forever both ways, as in Dispatch (`- nan` gave the earliest
         // time, and a wait with it returned at once).

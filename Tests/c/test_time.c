@@ -24,6 +24,12 @@ static void test_monotonic(void)
     CHECK(cq_time(CQ_TIME_FOREVER, 1000) == CQ_TIME_FOREVER);
     CHECK(cq_time(CQ_TIME_NOW, 5 * (int64_t)CQ_NSEC_PER_SEC) > now);
     CHECK(cq_time(1, INT64_MIN) == 1);
+    /* the largest monotonic value: anything later is forever, never a wall-clock time */
+    CHECK(cq_time((cq_time_t)INT64_MAX, 100000000) == CQ_TIME_FOREVER);
+    CHECK_EQ(cq_time((cq_time_t)INT64_MAX, 0), (cq_time_t)INT64_MAX); /* as libdispatch */
+    CHECK_EQ(cq_time((cq_time_t)INT64_MAX, -1000), (cq_time_t)INT64_MAX - 1000);
+    CHECK(cq_time((cq_time_t)INT64_MAX - 1, 1) == CQ_TIME_FOREVER);
+    CHECK_EQ(cq_time((cq_time_t)INT64_MAX - 2, 1), (cq_time_t)INT64_MAX - 1);
 }
 
 static void test_walltime(void)

@@ -15,11 +15,14 @@ static uint64_t clock_ns(clockid_t clock)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* base + delta, saturating: above CQ__MAX_NS is "forever" (returns false), below min is min. */
+/* base + delta, saturating: above CQ__MAX_NS is "forever" (returns false), below min is min.
+ * A monotonic base of INT64_MAX (Swift's `SQTime(uptimeNanoseconds: UInt64.max / 2)`, a common
+ * "far future") is past CQ__MAX_NS already: checked first, the unsigned difference wrapped, and
+ * the sum, with the wall clock's bit set, was a time in 1970 that every wait had passed. */
 static bool add_saturating(uint64_t base, int64_t delta, uint64_t min, uint64_t *out)
 {
     if (delta >= 0) {
-        if ((uint64_t)delta > CQ__MAX_NS - base) {
+        if (delta > 0 && (base > CQ__MAX_NS || (uint64_t)delta > CQ__MAX_NS - base)) {
             return false;
         }
         *out = base + (uint64_t)delta;
