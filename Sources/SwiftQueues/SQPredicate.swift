@@ -10,8 +10,9 @@ public enum SQPredicate: Sendable {
     case onQueue(SQQueue)
     /// The caller is running on the queue exclusively: a work item of a serial queue, a
     /// ``SQWorkItemFlags/barrier`` item of a concurrent one, or inside a `sync` (or barrier
-    /// `sync`) that holds it alone. A plain item of a concurrent queue does not qualify, nor
-    /// does an item of a queue that merely targets the queue.
+    /// `sync`) that holds it alone. A plain item of a concurrent queue does not qualify; an
+    /// item of a queue that targets a serial queue does, as in Dispatch (the serial queue runs
+    /// it alone).
     case onQueueAsBarrier(SQQueue)
     /// The caller is not running on the queue.
     case notOnQueue(SQQueue)

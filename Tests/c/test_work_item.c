@@ -305,6 +305,109 @@ static void test_barrier_flag(void)
     cq_release(q);
 }
 
+/* ---- a barrier due later, while the global queues are busy ---------------------------- */
+
+/* Reader/writer code on a concurrent queue: a reader runs, a writer (a BARRIER item) is due
+ * 10 ms later, and the default global queue is saturated by CPU-bound tasks. Once the writer
+ * is due it must be queued on the concurrent queue, so that a reader submitted after that
+ * runs after it. Ours used to make it due as a task on the busy global queue, which submitted
+ * it when a worker got to it: a reader submitted 30 ms after the writer's deadline ran beside
+ * the first reader, before the writer (37 of 80 rounds; libdispatch, whose timer thread
+ * submits the barrier, none). Here the writer must appear in the queue's list while the
+ * spinners hold every worker; the old code showed nothing until they stopped. */
+
+struct late_writer {
+    cq_queue_t q;
+    cq_semaphore_t reader_started, release_reader;
+    atomic_bool stop_spinning;
+    atomic_int order, reader_done, writer_start, writer_done, reader2_start;
+};
+
+static void late_reader(void *ctx)
+{
+    struct late_writer *lw = ctx;
+    cq_semaphore_signal(lw->reader_started);
+    CHECK_EQ(cq_semaphore_wait(lw->release_reader, cq_test_deadline()), 0);
+    atomic_store(&lw->reader_done, atomic_fetch_add(&lw->order, 1) + 1);
+}
+
+static void late_writer_run(void *ctx)
+{
+    struct late_writer *lw = ctx;
+    atomic_store(&lw->writer_start, atomic_fetch_add(&lw->order, 1) + 1);
+    atomic_store(&lw->writer_done, atomic_fetch_add(&lw->order, 1) + 1);
+}
+
+static void late_reader2(void *ctx)
+{
+    struct late_writer *lw = ctx;
+    atomic_store(&lw->reader2_start, atomic_fetch_add(&lw->order, 1) + 1);
+}
+
+static void spin_until_stopped(void *ctx)
+{
+    struct late_writer *lw = ctx;
+    uint64_t deadline = cq_test_now_ns() + (uint64_t)CQ_TEST_PATIENCE_NS;
+    while (!atomic_load(&lw->stop_spinning) && cq_test_now_ns() < deadline) {
+    }
+}
+
+static cq_queue_t late_writer_queue;
+
+static void count_late_writer_queued(void *ctx, const struct cq_introspect_queue *queue)
+{
+    if (queue->queue == (const void *)late_writer_queue) {
+        *(uint32_t *)ctx = queue->queued;
+    }
+}
+
+static uint32_t late_writer_queued(void)
+{
+    struct cq_introspect_visitor visitor = {.queue = count_late_writer_queued};
+    uint32_t queued = 0;
+    cq_introspect(&visitor, &queued);
+    return queued;
+}
+
+static void test_after_barrier_under_load(void)
+{
+    struct late_writer lw = {.q = cq_queue_create("readers-writer", CQ_QUEUE_CONCURRENT),
+                             .reader_started = cq_semaphore_create(0),
+                             .release_reader = cq_semaphore_create(0)};
+    late_writer_queue = lw.q;
+    struct cq_runtime_info info;
+    cq_runtime_get_info(&info);
+    cq_group_t g = cq_group_create();
+    cq_group_async_f(g, lw.q, &lw, late_reader);
+    WAIT_SEMA(lw.reader_started);
+    for (uint32_t i = 0; i < info.workers + 1; i++) {
+        cq_group_async_f(g, global(), &lw, spin_until_stopped);
+    }
+    cq_work_item_t writer = cq_work_item_create_f(CQ_WORK_ITEM_BARRIER, &lw, late_writer_run);
+    cq_after_work_item(cq_time(CQ_TIME_NOW, 10 * (int64_t)CQ_NSEC_PER_MSEC), lw.q, writer);
+    /* The writer comes due and waits in the queue's list, behind the reader. */
+    uint64_t deadline = cq_test_now_ns() + (uint64_t)CQ_TEST_PATIENCE_NS;
+    uint32_t queued;
+    while ((queued = late_writer_queued()) == 0 && cq_test_now_ns() < deadline) {
+        struct timespec pause = {0, 1000000};
+        nanosleep(&pause, NULL);
+    }
+    CHECK_EQ(queued, 1u);
+    cq_group_async_f(g, lw.q, &lw, late_reader2);
+    atomic_store(&lw.stop_spinning, true);
+    cq_semaphore_signal(lw.release_reader);
+    WAIT_GROUP(g);
+    CHECK(cq_work_item_wait(writer, cq_test_deadline()) == 0);
+    /* the reader, then the writer alone, then the second reader */
+    CHECK(atomic_load(&lw.reader_done) < atomic_load(&lw.writer_start));
+    CHECK(atomic_load(&lw.writer_done) < atomic_load(&lw.reader2_start));
+    cq_release(writer);
+    cq_release(g);
+    cq_release(lw.release_reader);
+    cq_release(lw.reader_started);
+    cq_release(lw.q);
+}
+
 /* ---- lifetime and bad input ----------------------------------------------------------- */
 
 static void finalized(void *ctx)
@@ -350,6 +453,7 @@ int main(void)
     RUN(test_wait_notify_race_finish);
     RUN(test_inline_item);
     RUN(test_barrier_flag);
+    RUN(test_after_barrier_under_load);
     RUN(test_lifetime);
     RUN(test_bad_input);
     TEST_MAIN_END();

@@ -31,6 +31,7 @@ struct pending {
     int64_t deadline;
     int64_t latest; /* deadline + leeway */
     uint8_t clock;  /* MONO or WALL */
+    bool barrier;   /* queued with cq_barrier_async_f when it fires (a BARRIER work item) */
 };
 
 /* Keys inline: sifting compares and moves entries, never touches the records. */

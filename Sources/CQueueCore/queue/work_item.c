@@ -234,71 +234,17 @@ void cq_sync_work_item(cq_queue_t queue, cq_work_item_t item)
     }
 }
 
-/* A BARRIER item due later (after, group notify): the timer and the notification push plain
- * tasks, so the item comes due on the global queue of its queue's priority, whose task then
- * submits it to the queue as a barrier (libdispatch makes the same late barrier submission). */
-struct late_barrier {
-    struct cq_work_item_s *item; /* the submission's reference */
-    cq_queue_t queue;            /* retained */
-};
-
-static void submit_late_barrier(void *ctx)
+bool cq__work_item_is_barrier(cq_work_item_t item, const char *call)
 {
-    struct late_barrier *lb = ctx;
-    cq_barrier_async_f(lb->queue, lb->item, run_submitted);
-    cq_release(lb->queue);
-    free(lb);
+    return (item_check(item, call)->flags & CQ_WORK_ITEM_BARRIER) != 0;
 }
 
-static struct late_barrier *late_barrier_new(struct cq_work_item_s *w, cq_queue_t queue)
+void cq__work_item_submission(cq_work_item_t item, cq_function_t *fn, void **ctx)
 {
-    struct late_barrier *lb = malloc(sizeof *lb);
-    if (lb == NULL) {
-        cq__crash("out of memory submitting a barrier work item");
-    }
+    struct cq_work_item_s *w = item;
     cq__ref_retain(&w->obj);
-    cq_retain(queue);
-    lb->item = w;
-    lb->queue = queue;
-    return lb;
-}
-
-static cq_queue_t late_barrier_root(cq_queue_t queue)
-{
-    return &cq__root_queues[cq__queue_root_prio(queue)];
-}
-
-void cq_after_work_item(cq_time_t when, cq_queue_t queue, cq_work_item_t item)
-{
-    struct cq_work_item_s *w = item_check(item, "cq_after_work_item");
-    cq__queue_check(queue, "cq_after_work_item");
-    if (when == CQ_TIME_FOREVER) {
-        return; /* never due: cq_after_f drops it, and the reference would never go */
-    }
-    if (w->flags & CQ_WORK_ITEM_BARRIER) {
-        if (when == CQ_TIME_NOW || cq_time_nanoseconds_until(when) <= 0) {
-            /* due: submitted as a barrier now, as cq_after_f queues a due function now */
-            submit_late_barrier(late_barrier_new(w, queue));
-            return;
-        }
-        cq_after_f(when, late_barrier_root(queue), late_barrier_new(w, queue), submit_late_barrier);
-        return;
-    }
-    cq__ref_retain(&w->obj);
-    cq_after_f(when, queue, w, run_submitted);
-}
-
-void cq_group_notify_work_item(cq_group_t group, cq_queue_t queue, cq_work_item_t item)
-{
-    struct cq_work_item_s *w = item_check(item, "cq_group_notify_work_item");
-    cq__queue_check(queue, "cq_group_notify_work_item");
-    if (w->flags & CQ_WORK_ITEM_BARRIER) {
-        cq_group_notify_f(group, late_barrier_root(queue), late_barrier_new(w, queue),
-                          submit_late_barrier);
-        return;
-    }
-    cq__ref_retain(&w->obj);
-    cq_group_notify_f(group, queue, w, run_submitted);
+    *fn = run_submitted;
+    *ctx = w;
 }
 
 /* A barrier submission in a group: the C API has no group form of cq_barrier_async_f. */

@@ -6,6 +6,7 @@
 #define CQ_WORK_ITEM_INTERNAL_H
 
 #include <cqueuecore/work_item.h>
+#include <stdbool.h>
 
 #include "platform/atomic_internal.h"
 
@@ -22,5 +23,18 @@
  */
 CQ_INTERNAL cq_work_item_t cq__work_item_create_inline(unsigned long flags, cq_function_t call,
                                                        cq_function_t destroy, void **bytes);
+
+/*
+ * Late submissions of a work item, made by the layers above when it comes due (after.c's
+ * timers, group.c's notifications), so that a BARRIER item is queued as a barrier at its
+ * deadline or when its group empties, not first as a task on a global queue, where under load
+ * it waited behind that queue's work while later work overtook it.
+ *   cq__work_item_is_barrier     checks `item` for `call` (stops the process on a bad one) and
+ *                                says whether it is a BARRIER item.
+ *   cq__work_item_submission     retains it for one submission: queue fn(ctx) (as a barrier if
+ *                                it is one); running it performs the item and releases it.
+ */
+CQ_INTERNAL bool cq__work_item_is_barrier(cq_work_item_t item, const char *call);
+CQ_INTERNAL void cq__work_item_submission(cq_work_item_t item, cq_function_t *fn, void **ctx);
 
 #endif /* CQ_WORK_ITEM_INTERNAL_H */

@@ -12,6 +12,7 @@
 #include "platform/diag_internal.h"
 #include "platform/parker_internal.h"
 #include "queue/queue_internal.h"
+#include "queue/work_item_internal.h"
 #include "scheduler/pool_internal.h"
 #include "scheduler/task_internal.h"
 #include "sync/wait_internal.h"
@@ -27,6 +28,7 @@ struct cq__group_notify {
     struct cq_queue_s *queue; /* holds an internal reference */
     void *context;
     cq_function_t function;
+    bool barrier; /* queued with cq_barrier_async_f (a BARRIER work item) */
 };
 
 static void group_xref_dispose(struct cq__object *o);
@@ -175,7 +177,11 @@ static CQ_NOINLINE void group_wake(struct cq_group_s *g, uint64_t old)
     }
     while (list) {
         struct cq__group_notify *next = list->next;
-        cq_async_f(list->queue, list->context, list->function);
+        if (list->barrier) {
+            cq_barrier_async_f(list->queue, list->context, list->function);
+        } else {
+            cq_async_f(list->queue, list->context, list->function);
+        }
         cq__ref_release(&list->queue->obj);
         free(list);
         list = next;
@@ -470,13 +476,9 @@ intptr_t cq_group_wait(cq_group_t g, cq_time_t timeout)
     return r == 0 ? emptied(g, cq__load(&g->state, relaxed)) : r;
 }
 
-void cq_group_notify_f(cq_group_t g, cq_queue_t q, void *ctx, cq_function_t fn)
+/* cq_group_notify_f's work, for a notify queued as a barrier too. */
+static void group_notify(cq_group_t g, cq_queue_t q, void *ctx, cq_function_t fn, bool barrier)
 {
-    group_check(g, "cq_group_notify_f");
-    cq__queue_check(q, "cq_group_notify_f");
-    if (cq__unlikely(fn == NULL)) {
-        cq__crash("cq_group_notify_f: NULL function");
-    }
     struct cq__group_notify *n = malloc(sizeof *n);
     if (n == NULL) {
         cq__crash("cq_group_notify_f: out of memory");
@@ -485,6 +487,7 @@ void cq_group_notify_f(cq_group_t g, cq_queue_t q, void *ctx, cq_function_t fn)
     n->queue = q;
     n->context = ctx;
     n->function = fn;
+    n->barrier = barrier;
     pthread_mutex_lock(&g->notify_lock);
     /* pairs with the leaves' acq_rel add in cq_group_leave */
     uint64_t s = cq__load(&g->state, acquire);
@@ -493,7 +496,11 @@ void cq_group_notify_f(cq_group_t g, cq_queue_t q, void *ctx, cq_function_t fn)
             /* Empty now: the notifies still listed belong to generations that have ended. */
             pthread_mutex_unlock(&g->notify_lock);
             free(n);
-            cq_async_f(q, ctx, fn);
+            if (barrier) {
+                cq_barrier_async_f(q, ctx, fn);
+            } else {
+                cq_async_f(q, ctx, fn);
+            }
             return;
         }
         if (s & CQ__GS_NOTIFY) {
@@ -521,6 +528,30 @@ void cq_group_notify_f(cq_group_t g, cq_queue_t q, void *ctx, cq_function_t fn)
     }
     g->notify_tail = n;
     pthread_mutex_unlock(&g->notify_lock);
+}
+
+void cq_group_notify_f(cq_group_t g, cq_queue_t q, void *ctx, cq_function_t fn)
+{
+    group_check(g, "cq_group_notify_f");
+    cq__queue_check(q, "cq_group_notify_f");
+    if (cq__unlikely(fn == NULL)) {
+        cq__crash("cq_group_notify_f: NULL function");
+    }
+    group_notify(g, q, ctx, fn, false);
+}
+
+/* A BARRIER item is queued as a barrier by the leave that empties the group, as libdispatch
+ * does (it used to come due as a task on a global queue, which then submitted it: work
+ * submitted to the queue meanwhile came before it). */
+void cq_group_notify_work_item(cq_group_t group, cq_queue_t queue, cq_work_item_t item)
+{
+    bool barrier = cq__work_item_is_barrier(item, "cq_group_notify_work_item");
+    group_check(group, "cq_group_notify_work_item");
+    cq__queue_check(queue, "cq_group_notify_work_item");
+    cq_function_t fn;
+    void *ctx;
+    cq__work_item_submission(item, &fn, &ctx);
+    group_notify(group, queue, ctx, fn, barrier);
 }
 
 size_t cq_swift_group_notify_purge(cq_group_t g, cq_function_t fn, bool (*dead)(void *),

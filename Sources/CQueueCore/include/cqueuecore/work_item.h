@@ -57,8 +57,8 @@ CQ_EXPORT void cq_work_item_perform(cq_work_item_t item);
  * Submitting: as cq_async_f, cq_sync_f, cq_after_f, cq_group_async_f and cq_group_notify_f with
  * the item's function and context (as cq_barrier_async_f / cq_barrier_sync_f for a BARRIER
  * item: a BARRIER item due later, or at a group's notification, is submitted as a barrier
- * then, as libdispatch does; it first comes due on the global queue of the queue's priority,
- * which submits it, so it lands behind what reached the queue meanwhile). The submission holds
+ * then, by the thread that fires the timer or empties the group, as libdispatch does: work
+ * submitted to the queue after that comes after the barrier). The submission holds
  * a reference to the item until the run is over (an item due at CQ_TIME_FOREVER is dropped at
  * once, as cq_after_f drops the call). A run that finds the item cancelled returns at once.
  */
