@@ -162,11 +162,82 @@ static void test_high_serial_queue_runs_while_default_saturates(void)
     cq_release(g);
 }
 
+/* ---- streams of high work do not keep everything else from running --------------------- */
+
+/* Tasks that each queue the next one as they end, on the high queue: one stream more than
+ * there are workers, so the workers and the express worker always have one in their rings.
+ * A timer onto the high queue itself, a timer and an async onto the default queue must still
+ * run while the streams go on (libdispatch: 10 ms, 10 ms, 4 ms). Ours ran none of them until
+ * the streams stopped (5 s and 20 s runs): every worker took its own high ring's next item
+ * first, always, and the inject queues, where the timers' tasks and the main thread's work
+ * wait, never got a turn. */
+
+struct high_stream {
+    atomic_bool stop;
+    atomic_int pieces, live;
+    cq_semaphore_t ran, ended;
+};
+
+static struct high_stream streams_state; /* static: a late witness may run after the test (the old code) */
+
+static void stream_piece(void *ctx)
+{
+    struct high_stream *hs = ctx;
+    if (atomic_load(&hs->stop)) {
+        if (atomic_fetch_sub(&hs->live, 1) == 1) {
+            cq_semaphore_signal(hs->ended);
+        }
+        return;
+    }
+    uint64_t end = cq_test_now_ns() + 1000000; /* 1 ms of CPU */
+    while (cq_test_now_ns() < end) {
+    }
+    atomic_fetch_add(&hs->pieces, 1);
+    cq_async_f(cq_get_global_queue(CQ_QUEUE_PRIORITY_HIGH, 0), hs, stream_piece);
+}
+
+static void stream_witness(void *ctx)
+{
+    struct high_stream *hs = ctx;
+    if (!atomic_load(&hs->stop)) { /* ran while the streams ran */
+        cq_semaphore_signal(hs->ran);
+    }
+}
+
+static void test_high_streams_leave_room(void)
+{
+    int streams = workers() + 1;
+    streams_state.ran = cq_semaphore_create(0);
+    streams_state.ended = cq_semaphore_create(0);
+    atomic_store(&streams_state.live, streams);
+    for (int i = 0; i < streams; i++) {
+        cq_async_f(cq_get_global_queue(CQ_QUEUE_PRIORITY_HIGH, 0), &streams_state, stream_piece);
+    }
+    while (atomic_load(&streams_state.pieces) < 10 * streams) { /* the streams are going */
+        sched_yield();
+    }
+    cq_time_t soon = cq_time(CQ_TIME_NOW, 10 * (int64_t)CQ_NSEC_PER_MSEC);
+    cq_after_f(soon, cq_get_global_queue(CQ_QUEUE_PRIORITY_HIGH, 0), &streams_state, stream_witness);
+    cq_after_f(soon, cq_get_global_queue(CQ_QUEUE_PRIORITY_DEFAULT, 0), &streams_state, stream_witness);
+    cq_async_f(cq_get_global_queue(CQ_QUEUE_PRIORITY_DEFAULT, 0), &streams_state, stream_witness);
+    int ran = 0;
+    cq_time_t deadline = cq_time(CQ_TIME_NOW, GIVE_UP_NS);
+    while (ran < 3 && cq_semaphore_wait(streams_state.ran, deadline) == 0) {
+        ran++;
+    }
+    atomic_store(&streams_state.stop, true);
+    fprintf(stderr, "   %d of 3 ran while %d high streams ran (%d pieces)\n", ran, streams,
+            atomic_load(&streams_state.pieces));
+    CHECK_EQ(ran, 3);
+    WAIT_SEMA(streams_state.ended); /* each stream ends at its next piece */
+}
+
 int main(void)
 {
     RUN(test_background_threads_rank_lowest);
     RUN(test_default_runs_while_background_saturates);
     RUN(test_high_runs_while_default_saturates);
     RUN(test_high_serial_queue_runs_while_default_saturates);
+    RUN(test_high_streams_leave_room);
     TEST_MAIN_END();
 }

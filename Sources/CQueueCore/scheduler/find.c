@@ -468,18 +468,52 @@ static struct cq__item *take_high(struct cq__proc *p)
 /* ---------------------------------------------------------------------------------------- */
 /* The next item                                                                            */
 
+/* An item of our main level, without looking elsewhere (see next_local). */
+static struct cq__item *main_level_turn(struct cq__proc *p)
+{
+    struct cq__item *it = cq__pool_lifo_take(p);
+    if (it == NULL && (it = cq__runq_pop(&p->rq[p->main_level])) == NULL &&
+        (it = inject_take(p, p->main_level)) != NULL) {
+        cq__pool_announce_backlog(p);
+    }
+    return it;
+}
+
+/*
+ * The next item of our own, or of the inject queues. High work comes first, with two turns
+ * that keep the rest from waiting for ever behind a stream of it (tasks that submit the next
+ * high task as they end: each worker's ring always holds one):
+ *   - every CQ__INJECT_INTERVAL items, the inject queues', highest level first (the high ones
+ *     hold what comes from outside the pool: timers fired by the reactor, work submitted by
+ *     application threads);
+ *   - after CQ__HIGH_STREAK_MAX high items in a row, one of our main level, if there is one.
+ * Before, the high ring was looked at first, always: three such streams on 2 CPUs (the two
+ * workers and the express worker) kept a 10 ms dispatch_after onto the high queue itself,
+ * and every default task, from running at all, for as long as the streams ran (5 s and 20 s
+ * runs; libdispatch ran them after 10 ms and 4 ms; test_priority.c, high_stream_starvation).
+ */
 static struct cq__item *next_local(struct cq__proc *p)
 {
     struct cq__item *it;
-    if ((p->levels & CQ__LEVEL(CQ__PRIO_HIGH)) && cq__load(&P.high_hint, relaxed) &&
-        (it = take_high(p)) != NULL) {
-        return it;
-    }
-    unsigned main = p->main_level;
     if (++p->tick % CQ__INJECT_INTERVAL == 0 && (it = inject_take_levels(p)) != NULL) {
         cq__pool_announce_backlog(p);
         return it;
     }
+    if ((p->levels & CQ__LEVEL(CQ__PRIO_HIGH)) && cq__load(&P.high_hint, relaxed)) {
+        if (p->high_streak >= CQ__HIGH_STREAK_MAX) {
+            p->high_streak = 0;
+            if ((p->levels & CQ__LEVEL(p->main_level)) && p->main_level != CQ__PRIO_HIGH &&
+                (it = main_level_turn(p)) != NULL) {
+                return it;
+            }
+        }
+        if ((it = take_high(p)) != NULL) {
+            p->high_streak++;
+            return it;
+        }
+    }
+    p->high_streak = 0;
+    unsigned main = p->main_level;
     if (p->lifo_streak < CQ__LIFO_STREAK_MAX) {
         if ((it = cq__pool_lifo_take(p)) != NULL) {
             p->lifo_streak++;

@@ -50,6 +50,7 @@
 #define CQ__THREAD_LIMIT_MAX 32768u
 #define CQ__INJECT_INTERVAL 61u /* look at the inject queues first every this many ticks */
 #define CQ__LIFO_STREAK_MAX 3u  /* consecutive runs from the LIFO slot before the ring's turn */
+#define CQ__HIGH_STREAK_MAX 64u /* consecutive high items before one of the main level (find.c) */
 #define CQ__HELP_DEPTH_MAX 64u  /* nesting of tasks run by a waiting task */
 
 /* Priorities, highest first: the index of a global queue, an inject queue and a ring. */
@@ -125,6 +126,7 @@ struct cq__proc {
     /* owner-private */
     uint32_t tick;
     uint32_t lifo_streak;
+    uint32_t high_streak;
     uint8_t spill_levels; /* CQ__LEVEL bits: the running item overflowed that ring, so the rest
                              of its pushes go to the inject queue (find.c, ring_push); cleared
                              when it returns (worker.c, run_item) */
