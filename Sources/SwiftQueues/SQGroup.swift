@@ -86,8 +86,8 @@ public final class SQGroup: @unchecked Sendable {
     /// - Parameters:
     ///   - qos: accepted and ignored (the work runs at `queue`'s priority, see ``SQQoS``).
     ///   - flags: with ``SQWorkItemFlags/barrier`` the closure runs as a barrier on `queue`
-    ///     (through a work item and a hop via a global queue); the other flags are accepted
-    ///     and ignored.
+    ///     (through a work item, which the leave that empties the group queues as a barrier);
+    ///     the other flags are accepted and ignored.
     ///   - queue: where `work` runs.
     ///   - work: the closure to run once the group is empty.
     ///

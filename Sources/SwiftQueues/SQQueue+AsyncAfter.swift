@@ -8,7 +8,7 @@ extension SQQueue {
     /// (at most 10 µs) after it, so that timers due close together share a wake-up, plus the
     /// time the queue needs to reach it. Work due at the same time is submitted in the order
     /// of the calls. With ``SQWorkItemFlags/barrier`` it runs as a barrier (through a work
-    /// item and a hop via a global queue: the C core's timer submits plain work). `qos` and
+    /// item, which the thread that fires the timer queues as a barrier). `qos` and
     /// the other flags are accepted and ignored (see ``SQQoS``).
     ///
     /// One allocation for the closure plus the C core's timer entry. Thread-safe; never
