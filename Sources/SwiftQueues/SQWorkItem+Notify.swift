@@ -11,8 +11,8 @@ extension SQWorkItem {
     ///   - queue: where `execute` runs.
     ///   - execute: the closure to run once this item has finished.
     ///
-    /// One allocation for the closure (a second one, and a hop through a global queue, for a
-    /// barrier). Thread-safe; never blocks.
+    /// One allocation for the closure (a second one for a barrier, which the thread that
+    /// finishes this item queues as a barrier). Thread-safe; never blocks.
     /// Dispatch: `DispatchWorkItem.notify(qos:flags:queue:execute:)`.
     public func notify(
         qos: SQQoS = .unspecified,
@@ -34,7 +34,6 @@ extension SQWorkItem {
     ///
     /// Thread-safe; never blocks. Dispatch: `DispatchWorkItem.notify(queue:execute:)`.
     public func notify(queue: SQQueue, execute: SQWorkItem) {
-        let deferred = SQDeferredWorkItem(execute, on: queue)
-        cq_work_item_notify_f(handle, deferred.queue, deferred.context, deferred.function)
+        cq_work_item_notify_work_item(handle, queue.handle, execute.handle)
     }
 }

@@ -258,6 +258,32 @@ import SwiftQueues
         #expect(seen.values == (1...20).map { $0 * 50 })
     }
 
+    @Test func testBarrierNotifyIsQueuedWhenTheItemFinishes() {
+        // Reader/writer: the writer, a barrier item notified when `item` finishes, is queued as
+        // a barrier then, so a reader submitted after that runs after it. (It used to hop
+        // through a global queue first, and the second reader ran beside the first one.)
+        let q = SQQueue(label: "item-notify-writer", attributes: .concurrent)
+        let order = Log<String>()
+        let readerStarted = SQSemaphore(value: 0)
+        let releaseReader = SQSemaphore(value: 0)
+        let group = SQGroup()
+        q.async(group: group) {
+            readerStarted.signal()
+            _ = releaseReader.wait(timeout: patience())
+            order.append("reader")
+        }
+        #expect(readerStarted.wait(timeout: patience()) == .success)
+        let item = SQWorkItem {}
+        let writer = SQWorkItem(flags: .barrier) { order.append("writer") }
+        item.notify(queue: q, execute: writer)
+        item.perform()
+        q.async(group: group) { order.append("second reader") }
+        releaseReader.signal()
+        #expect(group.wait(timeout: patience()) == .success)
+        #expect(writer.wait(timeout: patience()) == .success)
+        #expect(order.values == ["reader", "writer", "second reader"])
+    }
+
     @Test func testBarrierNotify() {
         let q = SQQueue(label: "item-barrier-notify", attributes: .concurrent)
         expectBarrier(on: q) { work in

@@ -408,6 +408,37 @@ static void test_after_barrier_under_load(void)
     cq_release(lw.q);
 }
 
+/* A BARRIER work item as another item's notification is queued as a barrier by the thread
+ * that finishes that item: the second reader, submitted after, runs after it. */
+static void test_notify_barrier_item(void)
+{
+    struct late_writer lw = {.q = cq_queue_create("readers-writer", CQ_QUEUE_CONCURRENT),
+                             .reader_started = cq_semaphore_create(0),
+                             .release_reader = cq_semaphore_create(0)};
+    late_writer_queue = lw.q;
+    cq_group_t g = cq_group_create();
+    cq_group_async_f(g, lw.q, &lw, late_reader);
+    WAIT_SEMA(lw.reader_started);
+    cq_work_item_t item = cq_work_item_create_f(0, NULL, noop);
+    cq_work_item_t writer = cq_work_item_create_f(CQ_WORK_ITEM_BARRIER, &lw, late_writer_run);
+    cq_work_item_notify_work_item(item, lw.q, writer);
+    CHECK_EQ(late_writer_queued(), 0u); /* not before `item` finishes */
+    cq_work_item_perform(item);
+    CHECK_EQ(late_writer_queued(), 1u); /* behind the reader, at once */
+    cq_group_async_f(g, lw.q, &lw, late_reader2);
+    cq_semaphore_signal(lw.release_reader);
+    WAIT_GROUP(g);
+    CHECK(cq_work_item_wait(writer, cq_test_deadline()) == 0);
+    CHECK(atomic_load(&lw.reader_done) < atomic_load(&lw.writer_start));
+    CHECK(atomic_load(&lw.writer_done) < atomic_load(&lw.reader2_start));
+    cq_release(writer);
+    cq_release(item);
+    cq_release(g);
+    cq_release(lw.release_reader);
+    cq_release(lw.reader_started);
+    cq_release(lw.q);
+}
+
 /* ---- lifetime and bad input ----------------------------------------------------------- */
 
 static void finalized(void *ctx)
@@ -454,6 +485,7 @@ int main(void)
     RUN(test_inline_item);
     RUN(test_barrier_flag);
     RUN(test_after_barrier_under_load);
+    RUN(test_notify_barrier_item);
     RUN(test_lifetime);
     RUN(test_bad_input);
     TEST_MAIN_END();

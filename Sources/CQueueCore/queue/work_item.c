@@ -239,6 +239,11 @@ bool cq__work_item_is_barrier(cq_work_item_t item, const char *call)
     return (item_check(item, call)->flags & CQ_WORK_ITEM_BARRIER) != 0;
 }
 
+cq_group_t cq__work_item_completion_group(cq_work_item_t item, const char *call)
+{
+    return completion_group(item_check(item, call));
+}
+
 void cq__work_item_submission(cq_work_item_t item, cq_function_t *fn, void **ctx)
 {
     struct cq_work_item_s *w = item;

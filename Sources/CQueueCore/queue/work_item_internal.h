@@ -35,6 +35,8 @@ CQ_INTERNAL cq_work_item_t cq__work_item_create_inline(unsigned long flags, cq_f
  *                                it is one); running it performs the item and releases it.
  */
 CQ_INTERNAL bool cq__work_item_is_barrier(cq_work_item_t item, const char *call);
+/* The group `item` leaves when it finishes (made on first use), checked for `call`. */
+CQ_INTERNAL cq_group_t cq__work_item_completion_group(cq_work_item_t item, const char *call);
 CQ_INTERNAL void cq__work_item_submission(cq_work_item_t item, cq_function_t *fn, void **ctx);
 
 #endif /* CQ_WORK_ITEM_INTERNAL_H */

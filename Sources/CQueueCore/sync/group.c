@@ -554,6 +554,21 @@ void cq_group_notify_work_item(cq_group_t group, cq_queue_t queue, cq_work_item_
     group_notify(group, queue, ctx, fn, barrier);
 }
 
+/* The notification through `item`'s completion group: a BARRIER one is queued as a barrier by
+ * the thread that finishes `item` (Swift's SQWorkItem.notify used to hop through a global
+ * queue to submit it, and work submitted meanwhile came first). */
+void cq_work_item_notify_work_item(cq_work_item_t item, cq_queue_t queue,
+                                   cq_work_item_t notification)
+{
+    cq_group_t done = cq__work_item_completion_group(item, "cq_work_item_notify_work_item");
+    bool barrier = cq__work_item_is_barrier(notification, "cq_work_item_notify_work_item");
+    cq__queue_check(queue, "cq_work_item_notify_work_item");
+    cq_function_t fn;
+    void *ctx;
+    cq__work_item_submission(notification, &fn, &ctx);
+    group_notify(done, queue, ctx, fn, barrier);
+}
+
 size_t cq_swift_group_notify_purge(cq_group_t g, cq_function_t fn, bool (*dead)(void *),
                                    void (*release)(void *))
 {

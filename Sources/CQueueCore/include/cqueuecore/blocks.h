@@ -270,6 +270,12 @@ static inline intptr_t cq_block_wait(cq_block_t block, cq_time_t timeout)
  * libdispatch: dispatch_block_notify. */
 static inline void cq_block_notify(cq_block_t block, cq_queue_t queue, cq_block_t notification)
 {
+    cq_work_item_t item = cq__block_work_item(notification);
+    if (item) { /* a block from cq_block_create: its flags (a barrier) hold */
+        cq_work_item_notify_work_item(
+            cq__work_block_item_check((const void *)block, "cq_block_notify"), queue, item);
+        return;
+    }
     cq_work_item_notify_f(cq__work_block_item_check((const void *)block, "cq_block_notify"),
                           queue, cq__block_copy(notification),
                           notification ? cq__block_invoke_release : NULL);

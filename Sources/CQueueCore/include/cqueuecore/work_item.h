@@ -88,6 +88,16 @@ CQ_EXPORT void cq_work_item_notify_f(cq_work_item_t item, cq_queue_t queue, void
                                      cq_function_t function);
 
 /*
+ * cq_work_item_notify_work_item
+ *   Submits the work item `notification` to `queue` once `item` has finished (at once if it
+ *   has), as cq_async_work_item would: a BARRIER notification is queued as a barrier by the
+ *   thread that finishes `item`, so work submitted to `queue` after that comes after it. The
+ *   submission holds a reference to `notification` until its run is over.
+ */
+CQ_EXPORT void cq_work_item_notify_work_item(cq_work_item_t item, cq_queue_t queue,
+                                             cq_work_item_t notification);
+
+/*
  * cq_work_item_cancel
  *   Marks the item cancelled: no run starts after this (submissions still queued return at
  *   once). A run already in progress is not interrupted; the item finishes when it returns.
