@@ -462,6 +462,17 @@ open class SQOperation: @unchecked Sendable, CustomStringConvertible {
         return "<\(type(of: self)) \(name.map { "\"\($0)\"" } ?? sqAddress(self))>"
     }
 
+    /// Whether `object` is this operation (identity); `==` calls it. Foundation:
+    /// `NSObject.isEqual(_:)`.
+    open func isEqual(_ object: Any?) -> Bool {
+        (object as AnyObject?) === self
+    }
+
+    /// The identity's hash; `Hashable` uses it. Foundation: `NSObject.hash`.
+    open var hash: Int {
+        ObjectIdentifier(self).hashValue
+    }
+
     // MARK: - Waiting
 
     /// Waits until the operation has finished and its completion block has run; returns at
@@ -527,13 +538,15 @@ internal func sqAddress(_ object: AnyObject) -> String {
 
 /// Operations compare and hash by identity, as `NSObject`'s `isEqual(_:)` and `hash` do for an
 /// `Operation`: `Set<SQOperation>`, `==`, `firstIndex(of:)` and `operations.contains(op)`
-/// port from Foundation unchanged.
+/// port from Foundation unchanged, and so do calls of `isEqual(_:)` and `hash` themselves
+/// (a port found them missing) and subclasses that override them: as for `NSObject`, `==`
+/// and `Hashable` go through them.
 extension SQOperation: Hashable {
     public static func == (lhs: SQOperation, rhs: SQOperation) -> Bool {
-        lhs === rhs
+        lhs.isEqual(rhs)
     }
 
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(ObjectIdentifier(self))
+        hasher.combine(hash)
     }
 }

@@ -96,4 +96,31 @@ import Testing
         #expect(queue.added.value == 2)
         #expect(ran.value == 2)
     }
+
+    /// `isEqual(_:)` and `hash`, NSObject's, are called by ported code and overridden by ported
+    /// subclasses; they did not exist here (a port failed to compile), and `==` and `Set` go
+    /// through them as on NSObject.
+    @Test func testIsEqualAndHashAsNSObject() {
+        let a = SQBlockOperation {}
+        let b = SQBlockOperation {}
+        #expect(a.isEqual(a))
+        #expect(!a.isEqual(b))
+        #expect(!a.isEqual(nil))
+        #expect(!a.isEqual("a"))
+        #expect(a.hash == a.hash)
+        #expect(a == a && a != b)
+        let x = Keyed(key: 7)
+        let y = Keyed(key: 7)
+        #expect(x == y)
+        #expect(Set([x, y]).count == 1)
+        #expect(Set([x, y, Keyed(key: 8)]).count == 2)
+    }
+}
+
+/// Equal by a key, as an NSObject subclass overriding isEqual and hash would be.
+private final class Keyed: SQOperation, @unchecked Sendable {
+    let key: Int
+    init(key: Int) { self.key = key }
+    override func isEqual(_ object: Any?) -> Bool { (object as? Keyed)?.key == key }
+    override var hash: Int { key }
 }
