@@ -188,6 +188,14 @@ static const struct bench_def benches[] = {
      .m_name = "background tasks", .flags = BF_TOTAL | BF_CHILD,
      .target = NAN, .reference = "-", .name2 = "priority_p99", .unit2 = "us", .divisor2 = 1000,
      .target2 = 100, .reference2 = "9-32 us"},
+    {.id = B_OUTSIDE, .name = "outside_p50", .unit = "us", .divisor = 1000,
+     .title = "1 task per 10 ms from the main thread onto the default global queue while tasks "
+              "that each queue the next (1 ms CPU) keep every worker busy: start latency (fresh "
+              "child process per run)",
+     .n_full = 100, .m_full = 8, .n_quick = 10, .m_quick = 4, .n_name = "outside tasks",
+     .m_name = "streams", .flags = BF_TOTAL | BF_CHILD, .target = NAN, .reference = "-",
+     .name2 = "outside_p99", .unit2 = "us", .divisor2 = 1000, .target2 = NAN,
+     .reference2 = "-"},
     {.id = B_SYNC_BUSY, .name = "sync_busy", .unit = "ns/sync", .divisor = 1,
      .title = "apply iterations taking turns at one serial queue through sync while two other "
               "processes spin on the CPUs",

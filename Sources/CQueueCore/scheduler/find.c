@@ -483,9 +483,10 @@ static struct cq__item *main_level_turn(struct cq__proc *p)
  * The next item of our own, or of the inject queues. High work comes first, with two turns
  * that keep the rest from waiting for ever behind a stream of it (tasks that submit the next
  * high task as they end: each worker's ring always holds one):
- *   - every CQ__INJECT_INTERVAL items, the inject queues', highest level first (the high ones
- *     hold what comes from outside the pool: timers fired by the reactor, work submitted by
- *     application threads);
+ *   - every CQ__INJECT_INTERVAL items, and whenever the monitor saw items wait in an inject
+ *     queue at a tick (P.inject_turn, at most once a millisecond), the inject queues', highest
+ *     level first (they hold what comes from outside the pool: timers fired by the reactor,
+ *     work submitted by application threads, readiness events);
  *   - after CQ__HIGH_STREAK_MAX high items in a row, one of our main level, if there is one.
  * Before, the high ring was looked at first, always: three such streams on 2 CPUs (the two
  * workers and the express worker) kept a 10 ms dispatch_after onto the high queue itself,
@@ -495,9 +496,13 @@ static struct cq__item *main_level_turn(struct cq__proc *p)
 static struct cq__item *next_local(struct cq__proc *p)
 {
     struct cq__item *it;
-    if (++p->tick % CQ__INJECT_INTERVAL == 0 && (it = inject_take_levels(p)) != NULL) {
-        cq__pool_announce_backlog(p);
-        return it;
+    uint32_t turn = cq__load(&P.inject_turn, relaxed); /* a hint: see monitor.c, inject_turns */
+    if ((++p->tick % CQ__INJECT_INTERVAL == 0 || turn != p->inject_turn_seen)) {
+        p->inject_turn_seen = turn;
+        if ((it = inject_take_levels(p)) != NULL) {
+            cq__pool_announce_backlog(p);
+            return it;
+        }
     }
     if ((p->levels & CQ__LEVEL(CQ__PRIO_HIGH)) && cq__load(&P.high_hint, relaxed)) {
         if (p->high_streak >= CQ__HIGH_STREAK_MAX) {

@@ -432,6 +432,27 @@ static uint32_t tick_band(unsigned band, bool *could_not_add, uint32_t *kept)
     return blocked;
 }
 
+/*
+ * Work from outside the pool waits in the inject queues, which a worker whose own ring keeps
+ * filling looks at only every CQ__INJECT_INTERVAL items: 61 ms for tasks of 1 ms. Eight such
+ * tasks that each queue the next one on 2 CPUs left work submitted from the main thread
+ * waiting 40-44 ms at the median and 214-253 ms at worst (libdispatch, one shared queue: 7-10
+ * and 12 ms; cq-bench outside_p50 gave 3.6 s, libdispatch 3.6 ms). So a tick that finds an
+ * inject queue with items bumps P.inject_turn, and every worker takes the inject queues' turn
+ * at its next item: such work waits about a millisecond plus what is in the worker's ring
+ * ahead of it (5.4 ms; the item goes behind the ring, see find.c, inject_take_levels).
+ * (Bumping only for items seen at two ticks in a row made no difference.)
+ */
+static void inject_turns(void)
+{
+    for (unsigned prio = 0; prio < CQ__PRIO_COUNT; prio++) {
+        if (cq__inject_maybe_work(&cq__pool.inject[prio])) {
+            cq__add(&cq__pool.inject_turn, 1, relaxed);
+            return;
+        }
+    }
+}
+
 /* One tick: returns true while work is waiting. */
 static bool tick(void)
 {
@@ -451,6 +472,9 @@ static bool tick(void)
     }
     limited = could_not_add;
     cq__pool_set_blocked_in_tasks(blocked);
+    if (waiting) {
+        inject_turns();
+    }
     return waiting;
 }
 

@@ -127,14 +127,15 @@ struct cq__proc {
     uint32_t tick;
     uint32_t lifo_streak;
     uint32_t high_streak;
-    uint8_t spill_levels; /* CQ__LEVEL bits: the running item overflowed that ring, so the rest
-                             of its pushes go to the inject queue (find.c, ring_push); cleared
-                             when it returns (worker.c, run_item) */
-    uint32_t search_ns;   /* how long the next search spins (adaptive, see search()) */
-    uint32_t batch_max;   /* items the next inject batch takes, 0 at first (see
-                             "Inject batches" in find.c) */
-    uint32_t batch_items; /* items of the batch being timed, taken at batch_since */
-    uint64_t batch_since; /* 0 when no batch is being timed */
+    uint32_t inject_turn_seen; /* P.inject_turn at its last inject turn */
+    uint8_t spill_levels;      /* CQ__LEVEL bits: the running item overflowed that ring, so the rest
+                                  of its pushes go to the inject queue (find.c, ring_push); cleared
+                                  when it returns (worker.c, run_item) */
+    uint32_t search_ns;        /* how long the next search spins (adaptive, see search()) */
+    uint32_t batch_max;        /* items the next inject batch takes, 0 at first (see
+                                  "Inject batches" in find.c) */
+    uint32_t batch_items;      /* items of the batch being timed, taken at batch_since */
+    uint64_t batch_since;      /* 0 when no batch is being timed */
     uint64_t rng;
     struct cq__proc *lifo_victim; /* LIFO-steal bookkeeping of this proc as a thief */
     uint32_t lifo_victim_started;
@@ -221,6 +222,10 @@ struct cq__pool_state {
      * by producers after publishing a high item; a consumer clears it only after finding no
      * high item anywhere, then looks once more (a seq_cst Dekker pair, as inject's hint). */
     _Atomic uint32_t high_hint CQ_CACHE_ALIGNED;
+    /* Bumped by the monitor on a tick that finds items waiting in an inject queue; a worker
+     * that sees it change takes the inject queues' turn at its next item (find.c, next_local;
+     * monitor.c, inject_turns). Read on every item, written at most once a millisecond. */
+    _Atomic uint32_t inject_turn CQ_CACHE_ALIGNED;
     struct cq__inject inject[CQ__PRIO_COUNT];
     _Atomic uint32_t nprocs_seen CQ_CACHE_ALIGNED; /* procs[0, nprocs_seen) are allocated */
     struct cq__proc *_Atomic procs[CQ__MAX_PROCS];
