@@ -248,6 +248,48 @@ static void mark_range(void *ctx, size_t start, size_t end)
     }
 }
 
+/* Iterations that wait for later ones: iteration i (i < WAITERS) waits on a semaphore that
+ * iteration i + 1 signals, and every iteration counts itself. Iterations go out in chunks, so
+ * a waiting iteration's successor was often behind it on the same thread: 64 iterations on 2
+ * CPUs (chunks of 2) hung for ever (libdispatch, one iteration at a time, returns). The wait
+ * now hands the rest of its chunk to another thread. */
+#define WAITERS 8
+
+struct waiting_iterations {
+    cq_semaphore_t next_ran[WAITERS];
+    atomic_int ran;
+    atomic_int bad_waits;
+};
+
+static void wait_for_next(void *ctx, size_t i)
+{
+    struct waiting_iterations *w = ctx;
+    if (i >= 1 && i <= WAITERS) {
+        cq_semaphore_signal(w->next_ran[i - 1]); /* iteration i - 1 may go on */
+    }
+    if (i < WAITERS && cq_semaphore_wait(w->next_ran[i], cq_test_deadline()) != 0) {
+        atomic_fetch_add(&w->bad_waits, 1);
+    }
+    atomic_fetch_add(&w->ran, 1);
+}
+
+static void test_iterations_that_wait_for_later_ones(void)
+{
+    static const size_t counts[] = {64, 1000, 100000};
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+        struct waiting_iterations w = {.ran = 0};
+        for (int k = 0; k < WAITERS; k++) {
+            w.next_ran[k] = cq_semaphore_create(0);
+        }
+        cq_apply_f(counts[c], cq_get_global_queue(0, 0), &w, wait_for_next);
+        CHECK_EQ(atomic_load(&w.ran), (int)counts[c]);
+        CHECK_EQ(atomic_load(&w.bad_waits), 0);
+        for (int k = 0; k < WAITERS; k++) {
+            cq_release(w.next_ran[k]);
+        }
+    }
+}
+
 static void test_ranges(void)
 {
     enum { N = 100003 };
@@ -285,5 +327,6 @@ int main(void)
     RUN(test_apply_in_tasks);
     RUN(test_apply_with_blocked_workers);
     RUN(test_ranges);
+    RUN(test_iterations_that_wait_for_later_ones);
     TEST_MAIN_END();
 }

@@ -41,11 +41,49 @@ struct apply {
     cq_apply_function_t function; /* one of the two is set */
     cq_apply_range_function_t ranges;
     void *context;
+    struct cq_queue_s *queue; /* where helpers go (the caller is inside the apply meanwhile) */
 };
 
-/* Runs iterations [start, end) with whichever function the caller gave. */
-static inline void run_range(cq_apply_function_t function, cq_apply_range_function_t ranges,
-                             void *context, size_t start, size_t end)
+/*
+ * The chunk of iterations the calling thread runs, innermost apply first: `end` shrinks when a
+ * wait inside iteration `i` hands the rest of the chunk to a new helper (cq__apply_before_sleep).
+ * Chunks (about 16 per worker) make small bodies cheap, but they put later iterations behind
+ * earlier ones on one thread: an iteration that waited for a later one of its chunk (a
+ * semaphore that one signals; 64 iterations on 2 CPUs, chunks of 2) waited for ever, where
+ * libdispatch, which hands out iterations one at a time, returns.
+ */
+struct apply_frame {
+    struct apply *a;
+    size_t i, end;
+    struct apply_frame *outer;
+};
+static __thread struct apply_frame *apply_frame;
+
+/* Runs iterations [start, end) with whichever function the caller gave; returns how many ran
+ * here (fewer than end - start when a wait handed the rest to a helper). */
+static size_t run_chunk(struct apply *a, size_t start, size_t end)
+{
+    if (a->ranges) {
+        a->ranges(a->context, start, end);
+        return end - start;
+    }
+    cq_apply_function_t function = a->function;
+    void *context = a->context;
+    struct apply_frame f = {a, start, end, apply_frame};
+    apply_frame = &f;
+    /* f.i in memory (a store an iteration) and f.end read again after each call: the hook may
+     * run inside any of them */
+    for (size_t i = start; i < f.end; i++) {
+        f.i = i;
+        function(context, i);
+    }
+    apply_frame = f.outer;
+    return f.end - start;
+}
+
+/* Iterations [start, end) on the calling thread alone (an apply that runs serially). */
+static void run_range(cq_apply_function_t function, cq_apply_range_function_t ranges, void *context,
+                      size_t start, size_t end)
 {
     if (ranges) {
         ranges(context, start, end);
@@ -53,6 +91,16 @@ static inline void run_range(cq_apply_function_t function, cq_apply_range_functi
     }
     for (size_t i = start; i < end; i++) {
         function(context, i);
+    }
+}
+
+/* `ran` iterations are done. */
+static void complete(struct apply *a, size_t ran)
+{
+    /* acq_rel: our iterations happen-before whoever sees the total (then the caller); pairs
+     * with the other helpers' adds; the one that completes the total acquires them all */
+    if (cq__add(&a->done, ran, acq_rel) + ran == a->iterations) {
+        cq__event_signal(&a->finished);
     }
 }
 
@@ -67,13 +115,7 @@ static void participate(struct apply *a)
             enclosing_iterations = saved;
             return;
         }
-        size_t end = start + chunk < n ? start + chunk : n;
-        run_range(a->function, a->ranges, a->context, start, end);
-        /* acq_rel: our iterations happen-before whoever sees the total (then the caller); pairs
-         * with the other helpers' adds; the one that completes the total acquires them all */
-        if (cq__add(&a->done, end - start, acq_rel) + (end - start) == n) {
-            cq__event_signal(&a->finished);
-        }
+        complete(a, run_chunk(a, start, start + chunk < n ? start + chunk : n));
     }
 }
 
@@ -85,11 +127,42 @@ static void apply_release(struct apply *a)
     }
 }
 
+/* A helper item: one that takes chunks, or (inline_words[1] != 0) one that first runs the
+ * range [inline_words[0], inline_words[1]) a waiting iteration left. */
+static void push_helper(struct apply *a, size_t from, size_t to)
+{
+    struct cq__task *t = cq__task_alloc();
+    cq__item_init(&t->item, CQ__ITEM_APPLY, 0);
+    t->context = a;
+    t->inline_words[0] = from;
+    t->inline_words[1] = to;
+    cq__queue_push(a->queue, &t->item, CQ__PUSH_TAIL);
+}
+
+void cq__apply_before_sleep(void)
+{
+    struct apply_frame *f = apply_frame;
+    if (cq__likely(f == NULL) || f->i + 1 >= f->end) {
+        return;
+    }
+    size_t from = f->i + 1, to = f->end;
+    f->end = from;                    /* this thread stops after iteration i */
+    cq__add(&f->a->refs, 1, relaxed); /* the helper's; the caller's keeps `a` alive until then */
+    push_helper(f->a, from, to);
+}
+
 void cq__apply_invoke(struct cq__item *it)
 {
     struct cq__task *t = (struct cq__task *)it;
     struct apply *a = t->context;
+    size_t from = (size_t)t->inline_words[0], to = (size_t)t->inline_words[1];
     cq__task_free(t);
+    if (to != 0) { /* a range a waiting iteration left */
+        size_t saved = enclosing_iterations;
+        enclosing_iterations = a->nesting;
+        complete(a, run_chunk(a, from, to));
+        enclosing_iterations = saved;
+    }
     participate(a);
     apply_release(a);
 }
@@ -152,11 +225,9 @@ static void apply_on_queue(void *ctx)
     a->function = st->function;
     a->ranges = st->ranges;
     a->context = st->context;
+    a->queue = st->queue;
     for (uint32_t h = 0; h < helpers; h++) {
-        struct cq__task *t = cq__task_alloc();
-        cq__item_init(&t->item, CQ__ITEM_APPLY, 0);
-        t->context = a;
-        cq__queue_push(st->queue, &t->item, CQ__PUSH_TAIL);
+        push_helper(a, 0, 0);
     }
     participate(a);
     st->shared = a;

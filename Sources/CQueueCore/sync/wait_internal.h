@@ -31,6 +31,7 @@
 #include "platform/parker_internal.h"
 #include "platform/time_internal.h"
 #include "scheduler/pool_internal.h"
+#include "sync/apply_internal.h"
 
 struct cq__wait_ops {
     bool (*done)(void *ctx);
@@ -73,6 +74,7 @@ CQ_INLINE intptr_t cq__wait_keeping(const struct cq__wait_ops *ops, void *ctx, c
         }
         dl = NULL;
     }
+    cq__apply_before_sleep();
     struct cq__block block = {.active = false, .keep_proc = keep_proc};
     cq__pool_block_begin(&block);
     intptr_t result = 0;
