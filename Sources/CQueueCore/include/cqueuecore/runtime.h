@@ -54,9 +54,14 @@ struct cq_runtime_counters {
     uint64_t parks;             /* times a worker went to sleep for want of work */
     uint64_t unparks;           /* times a parked worker was woken */
     uint64_t spare_threads;     /* spare threads woken or started to take a blocked worker's
-                                   CPU */
+                                   CPU as it blocked, with work waiting (a worker that blocks
+                                   with none gives its CPU back to the idle workers; a thread
+                                   woken or started for it when work comes is not counted
+                                   here, only in threads_started if it is new) */
     uint64_t thread_limit_hits; /* times the thread limit stopped the runtime adding a thread */
-    uint64_t timer_fires;       /* cq_after_f calls run plus timer source fires */
+    uint64_t timer_fires;       /* cq_after_f calls that came due on a timer, plus timer source
+                                   fires (a cq_after_f whose deadline has passed is queued at
+                                   once, as cq_async_f: not counted) */
     uint64_t source_events;     /* source event handlers run (each may carry many events) */
     uint64_t workers_counted;   /* worker run queues whose counts are summed above */
     uint64_t threads_started;   /* runtime threads created so far, of every kind (workers,
