@@ -55,7 +55,9 @@ public enum SQRuntime {
         /// Tasks it may run at once: 1 for serial and main queues, `nil` for unlimited.
         public var width: Int?
         public var suspendCount: Int
-        /// Serial and main: 1 while a drain or a sync holds it; concurrent: its tasks running.
+        /// Serial and main: 1 while a drain or a sync holds it; concurrent: its tasks handed to
+        /// the pool and not finished, those still queued in the pool's run queues included (it
+        /// may exceed the CPUs).
         public var running: Int
         /// How many items (tasks, barriers, sync callers) wait in its list: a snapshot. 0 for
         /// global queues, whose items wait in the workers' run queues.
@@ -106,7 +108,10 @@ public enum SQRuntime {
         public var blockedThreads = 0
         /// Spare threads parked, ready to replace a blocked worker.
         public var spareThreads = 0
-        /// Workers whose threads sleep in the kernel inside a task (outside runtime waits).
+        /// Workers whose threads sleep in the kernel inside a task (outside runtime waits),
+        /// found by the monitor while work of their band waited behind them, at its last look.
+        /// It looks only while work waits: with nothing waiting (or once an extra worker has
+        /// taken it) this is 0 even if a task still sleeps.
         public var blockedInTasks = 0
         public var queues: [QueueInfo] = []
         public var workerStates: [WorkerInfo] = []
