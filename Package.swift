@@ -49,6 +49,13 @@ let package = Package(
             dependencies: ["SwiftQueues"],
             path: "Tests/Probes/AsyncMain"
         ),
+        // A program that ends in libdispatch's dispatchMain(), which DispatchMainTests runs as a
+        // child process.
+        .executableTarget(
+            name: "SQProbeDispatchMain",
+            dependencies: ["SwiftQueues"],
+            path: "Tests/Probes/DispatchMain"
+        ),
     ],
     cLanguageStandard: .gnu11
 )

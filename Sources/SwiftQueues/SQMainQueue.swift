@@ -18,7 +18,10 @@ import CQueueCore
 /// ```
 ///
 /// Each runs its closure on the main thread, inside the main queue's work, where the main
-/// actor's isolation holds (checked once per closure, as `MainActor.assumeIsolated` does).
+/// actor's isolation holds (checked once per closure, as `MainActor.assumeIsolated` does). In a
+/// program whose main thread ended in libdispatch's `dispatchMain()`, the main queue's work runs
+/// inside libdispatch's main queue instead, where the main actor runs then, in turn with
+/// `DispatchQueue.main` work (see <doc:SwiftConcurrency>).
 /// Reached through a variable typed ``SQQueue`` or ``SQSerialQueue``, the main queue takes
 /// plain `@Sendable` closures, as any queue does.
 ///
@@ -26,6 +29,10 @@ import CQueueCore
 public final class SQMainQueue: SQSerialQueue, @unchecked Sendable {
     /// The wrapper of the C core's main queue (``SQQueue/main``).
     override internal init(mainQueue: Void) {
+        // Before the main queue is reachable from Swift: once the main thread has ended in
+        // libdispatch's dispatchMain(), its drains go to libdispatch's main queue
+        // (SQMainQueue+Dispatch.swift), not to the pool, where @MainActor closures trapped.
+        SQMainQueue.handOrphanedDrainsToDispatch()
         super.init(mainQueue: ())
     }
 

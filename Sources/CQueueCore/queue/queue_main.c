@@ -5,9 +5,23 @@
  *
  * A program may also end its main thread with pthread_exit() instead of calling cq_main()
  * (libdispatch's dispatch_main does exactly that, and code ported from it does too): the main
- * queue then runs on the pool, as in libdispatch. A thread-specific destructor sees the main
- * thread go; from then on each enqueueing of the main queue submits a drain of it to
- * `orphan`, a serial queue, so that drains stay one at a time.
+ * queue is then "orphaned". A thread-specific destructor sees the main thread go; from then on
+ * each enqueueing of the main queue (each 0 -> 1 of run_loop) sends one drain of it somewhere
+ * else, and a drain that finds nothing due does nothing:
+ *   - in a C program, to `orphan`, a serial queue on the pool, so that drains stay one at a
+ *     time (libdispatch's behaviour: pool threads drain the main queue);
+ *   - where SwiftQueues registered a hand-off (cq_swift_main_set_orphan_handoff), to it:
+ *     SwiftQueues puts each drain on libdispatch's main queue. After libdispatch's
+ *     dispatch_main() (Swift's `dispatchMain()`, which code ported from Dispatch keeps: it
+ *     still compiles where Foundation is imported) libdispatch drains its own main queue on a
+ *     thread of its own, and Swift's MainActor and DispatchQueue.main run there. On the pool,
+ *     SQQueue.main's @MainActor closures trapped in MainActor.assumeIsolated (it checks
+ *     libdispatch's main queue), and SQOperationQueue.main work ran at the same time as
+ *     DispatchQueue.main work (3,950 of 4,000 critical sections overlapped), where Foundation
+ *     has one serial main queue. Inside libdispatch's main queue the two take turns.
+ * Either way no item is lost, run twice or reordered: a drain takes the main queue
+ * (cq__queue_drain's LOCK), so drains never overlap wherever they run, and one sent twice (both
+ * sides of the Dekker pair below may send it) or after another took its work finds nothing.
  */
 #include <pthread.h>
 #include <unistd.h>
@@ -17,14 +31,55 @@
 #include "queue/queue_internal.h"
 #include "scheduler/pool_internal.h"
 
+#include <cqueuecore/swift_support.h>
+
 static _Atomic uint32_t run_loop;
 
 /* The serial queue that drains the main queue once the main thread has exited; NULL before. */
 static _Atomic(cq_queue_t) orphan;
 
+typedef void (*main_handoff_fn)(void);
+
+/* SwiftQueues' hand-off for the orphaned main queue's drains, or NULL (C programs). Relaxed:
+ * it publishes no data, and SwiftQueues registers it before the main queue is reachable from
+ * Swift (SQQueue.main's initialiser), so every enqueueing of the main queue from Swift
+ * happens-after the store. */
+static _Atomic(main_handoff_fn) handoff;
+
 static void orphan_drain(void *unused)
 {
     (void)unused;
+    cq__main_drain_pending();
+}
+
+/* Sends one drain of the orphaned main queue, `q` being the pool's serial drain queue (above). */
+static void orphan_submit(cq_queue_t q)
+{
+    main_handoff_fn h = cq__load(&handoff, relaxed);
+    if (h != NULL) {
+        h();
+    } else {
+        cq_async_f(q, NULL, orphan_drain);
+    }
+}
+
+void cq_swift_main_set_orphan_handoff(void (*hand_off)(void))
+{
+    if (hand_off == NULL) {
+        cq__crash("cq_swift_main_set_orphan_handoff: NULL hand-off");
+    }
+    cq__store(&handoff, hand_off, relaxed);
+}
+
+void cq_swift_main_orphan_drain(void)
+{
+    /* Relaxed: a drain is handed off only after `orphan` was stored (seen by the wakeup that
+     * hands it off, or stored by main_thread_exited), and the hand-off's own queue orders this
+     * call after it. NULL means a caller other than the hand-off. */
+    if (cq__load(&orphan, relaxed) == NULL) {
+        cq__crash("cq_swift_main_orphan_drain: the main thread has not exited; its main queue "
+                  "runs in cq_main on the main thread");
+    }
     cq__main_drain_pending();
 }
 
@@ -40,7 +95,7 @@ void cq__main_wakeup(void)
          * queue, or main_thread_exited sees the 1 we stored */
         cq_queue_t q = cq__load(&orphan, seq_cst);
         if (cq__unlikely(q != NULL)) {
-            cq_async_f(q, NULL, orphan_drain);
+            orphan_submit(q);
         }
     }
 }
@@ -58,7 +113,7 @@ static void main_thread_exited(void *unused)
     cq__store(&orphan, q, seq_cst);
     /* pairs with cq__main_wakeup's seq_cst exchange (the Dekker pair above) */
     if (cq__load(&run_loop, seq_cst) == 1) {
-        cq_async_f(q, NULL, orphan_drain); /* pending before we stored the queue */
+        orphan_submit(q); /* pending before we stored the queue */
     }
 }
 

@@ -39,6 +39,26 @@ CQ_EXPORT CQ_NORETURN void cq_main_with_libdispatch(void);
 CQ_EXPORT bool cq_swift_async_main_hooked(void);
 
 /*
+ * cq_swift_main_set_orphan_handoff / cq_swift_main_orphan_drain
+ *   Where the main queue runs once the main thread has ended with pthread_exit() (libdispatch's
+ *   dispatch_main() ends it that way, and so does Swift's `dispatchMain()`, which code ported
+ *   from Dispatch keeps: it compiles wherever Foundation is imported). A C program's orphaned
+ *   main queue drains on the pool, one drain at a time (queue_main.c). SwiftQueues registers
+ *   `hand_off` instead, from SQQueue.main's initialiser: each time a drain of the orphaned main
+ *   queue is due, hand_off() is called (on any thread, possibly inside a task or a drain; it
+ *   must not block or call into this library) and must see to it that
+ *   cq_swift_main_orphan_drain() is called later, at least once, from the place the main queue
+ *   should run: SwiftQueues calls it from libdispatch's main queue, where Swift's MainActor and
+ *   DispatchQueue.main run after dispatchMain(), so that SQQueue.main work takes turns with
+ *   theirs and keeps the main actor's isolation. cq_swift_main_orphan_drain() runs what the
+ *   main queue has due (a call that finds nothing due, its drain taken by an earlier call, does
+ *   nothing) and aborts if the main thread has not exited. The last registration counts; a
+ *   NULL hand_off aborts. Thread-safe.
+ */
+CQ_EXPORT void cq_swift_main_set_orphan_handoff(void (*hand_off)(void));
+CQ_EXPORT void cq_swift_main_orphan_drain(void);
+
+/*
  * cq_swift_tsan_acquire / cq_swift_tsan_release
  *   Happens-before annotations for ThreadSanitizer: a release on an address happens before
  *   every later acquire on it. No-ops unless CQueueCore itself is built with ThreadSanitizer.

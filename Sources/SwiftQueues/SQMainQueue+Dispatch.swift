@@ -1,0 +1,41 @@
+import CQueueCore
+// The toolchain's Dispatch module, as Synchronization and Glibc are (no package dependency):
+// libdispatch itself is in every process that links SwiftQueues already (Swift's concurrency
+// runtime, which MainActor needs, links it on Linux). `internal`: nothing of Dispatch becomes
+// part of SwiftQueues' interface, so a file that imports SwiftQueues sees none of its names.
+internal import Dispatch
+
+// Where SQQueue.main runs after libdispatch's `dispatchMain()`.
+//
+// Code ported from Dispatch by renaming types often keeps its final `dispatchMain()`: it still
+// compiles wherever Foundation or Dispatch is imported. libdispatch's dispatchMain() ends the
+// main thread (pthread_exit), and from then on libdispatch drains its own main queue, where
+// Swift's MainActor and DispatchQueue.main put their work on Linux, on a thread of its own. The
+// C core sees the main thread go and, left to itself, drains our main queue on its pool
+// (queue_main.c), as a C program needs. In Swift that went wrong twice: SQQueue.main's
+// `@MainActor` closures trapped on the pool thread in `MainActor.assumeIsolated` (SIGILL in
+// _dispatch_assert_queue_fail, the main actor being libdispatch's main queue), and
+// SQOperationQueue.main work ran at the same time as DispatchQueue.main work (3,950 of 4,000
+// critical sections overlapped), where Foundation has one serial main queue.
+//
+// So SwiftQueues hands each drain of the orphaned main queue to libdispatch's main queue: our
+// main queue's work then runs inside libdispatch's, in turn with DispatchQueue.main and
+// `@MainActor` work, on the thread libdispatch runs its main queue on, with the main actor's
+// isolation holding. The C core sends one drain each time the main queue is enqueued and keeps
+// drains one at a time (each takes the queue), so nothing is lost, run twice or reordered.
+// While the main thread runs SQQueue.runMain() (or an `async` main, which runs that loop) the
+// main queue is never orphaned and the hand-off is never called.
+extension SQMainQueue {
+    /// Registers the hand-off with the C core (`cq_swift_main_set_orphan_handoff`). Called by
+    /// the main queue's wrapper before the main queue is reachable from Swift, so that no
+    /// enqueueing from Swift can come before it.
+    internal static func handOrphanedDrainsToDispatch() {
+        cq_swift_main_set_orphan_handoff {
+            // Called by the C core on any thread, possibly inside a task or a drain: never
+            // blocks. Dispatch's main queue runs the drain later, exactly once.
+            DispatchQueue.main.async {
+                cq_swift_main_orphan_drain()
+            }
+        }
+    }
+}
