@@ -238,7 +238,9 @@ open class SQOperationQueue: @unchecked Sendable, CustomStringConvertible {
     // MARK: - Well-known queues
 
     /// The queue of operations that run on the main thread: one at a time, on
-    /// ``SQQueue/main`` (so only once the main thread runs ``SQQueue/runMain()``). As in
+    /// ``SQQueue/main`` (so once the main thread runs ``SQQueue/runMain()``, or, in a program
+    /// that ended its main thread in libdispatch's `dispatchMain()`, inside libdispatch's main
+    /// queue, in turn with `DispatchQueue.main` work). As in
     /// Foundation, its ``maxConcurrentOperationCount`` stays 1 (setting it changes nothing)
     /// and its ``qualityOfService`` is `.userInteractive`.
     ///
