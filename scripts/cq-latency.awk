@@ -6,7 +6,24 @@
 #
 # Items are matched by address (a task's memory is reused only after it has run, so an
 # enqueue is followed by its own start before the address comes back).
+#
+# Plain POSIX awk (mawk, Debian's awk, and gawk; no gawk extension such as asort): each label's
+# waits are heap-sorted for the p99, O(n log n), so long recordings stay fast.
 function us(t) { return t * 1e6 }
+# v[1..cnt] ascending (heap sort: in place, no recursion)
+function heap_sort(v, cnt,    k, t) {
+    for (k = int(cnt / 2); k >= 1; k--) sift_down(v, k, cnt)
+    for (k = cnt; k > 1; k--) { t = v[1]; v[1] = v[k]; v[k] = t; sift_down(v, 1, k - 1) }
+}
+# restores the max-heap order of v[k..cnt] below k
+function sift_down(v, k, cnt,    c, t) {
+    while ((c = 2 * k) <= cnt) {
+        if (c < cnt && v[c + 1] > v[c]) c++
+        if (v[k] >= v[c]) return
+        t = v[k]; v[k] = v[c]; v[c] = t
+        k = c
+    }
+}
 {
     ts = ""; ev = ""; label = ""; item = ""
     for (i = 1; i <= NF; i++) {
@@ -33,11 +50,11 @@ END {
     for (l in rn) {
         n = wn[l]; p99 = 0
         if (n > 0) {
-            # p99 by selection: sort this label's waits (small n: insertion sort is fine)
+            # p99: this label's waits sorted
+            split("", a)
             for (i = 1; i <= n; i++) a[i] = wait_list[l, i]
-            for (i = 2; i <= n; i++) { v = a[i]; j = i - 1; while (j > 0 && a[j] > v) { a[j + 1] = a[j]; j-- } a[j + 1] = v }
+            heap_sort(a, n)
             p99 = a[int(n * 0.99) > 0 ? int(n * 0.99) : 1]
-            delete a
         }
         printf "%-24s %8d %8.1fus %8.1fus %8.1fus %8d %8.1fms\n", l, n, n ? ws[l] / n : 0, p99, wm[l], rn[l], rs[l] / 1000
     }

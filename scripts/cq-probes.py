@@ -10,12 +10,17 @@ tracefs, so `perf record -e swiftqueues:task_start` shows queue labels. Needs ro
   scripts/cq-probes.py remove              remove every swiftqueues:* uprobe event
   scripts/cq-probes.py list LIB            print the definitions without writing them
 
+LIB is the shared library or a program linked with the static library, PIE or not: the notes
+give virtual addresses, which the ELF program headers (PT_LOAD) turn into the file offsets a
+uprobe takes (they differ in a program linked at a fixed address, -no-pie).
+
 A probe that sits at several places (task_enqueue: cq_async_f and cq_group_async_f) gets
 events NAME, NAME_1, ...; `-e 'swiftqueues:task_enqueue*'` records them all. The semaphore is
 passed along, so the runtime computes the arguments only while an event is enabled.
 """
 import os
 import re
+import struct
 import subprocess
 import sys
 
@@ -103,21 +108,58 @@ def notes(lib):
                 yield dict(probe)
 
 
-def file_offset(lib, vaddr):
-    """A virtual address's file offset (uprobe reference counters and @+ fetches use them)."""
-    out = subprocess.run(["readelf", "-S", "-W", lib], check=True, capture_output=True,
-                         text=True).stdout
-    for line in out.splitlines():
-        m = re.search(r"\]\s+(\S+)\s+\S+\s+([0-9a-f]{8,})\s+([0-9a-f]+)\s+([0-9a-f]+)", line)
-        if m:
-            addr, off, size = (int(m.group(i), 16) for i in (2, 3, 4))
-            if addr <= vaddr < addr + size:
-                return vaddr - addr + off
-    return vaddr
+PT_LOAD = 1
+
+
+def load_segments(lib):
+    """The PT_LOAD program headers of an ELF file: (p_vaddr, p_offset, p_filesz, p_memsz)."""
+    with open(lib, "rb") as f:
+        ident = f.read(16)
+        if len(ident) < 16 or ident[:4] != b"\x7fELF":
+            sys.exit(f"{lib}: not an ELF file")
+        bits = {1: 32, 2: 64}.get(ident[4])
+        order = {1: "<", 2: ">"}.get(ident[5])
+        if bits is None or order is None:
+            sys.exit(f"{lib}: unknown ELF class or byte order")
+        # the header after e_ident: type, machine, version, entry, phoff, shoff, flags, ehsize,
+        # phentsize, phnum, ...
+        eh = order + ("HHIQQQIHHH" if bits == 64 else "HHIIIIIHHH")
+        head = struct.unpack(eh, f.read(struct.calcsize(eh)))
+        phoff, phentsize, phnum = head[4], head[8], head[9]
+        if bits == 64:
+            ph = order + "IIQQQQQQ"  # type, flags, offset, vaddr, paddr, filesz, memsz, align
+        else:
+            ph = order + "IIIIIIII"  # type, offset, vaddr, paddr, filesz, memsz, flags, align
+        segments = []
+        for i in range(phnum):
+            f.seek(phoff + i * phentsize)
+            e = struct.unpack(ph, f.read(struct.calcsize(ph)))
+            if bits == 64:
+                p_type, p_offset, p_vaddr, p_filesz, p_memsz = e[0], e[2], e[3], e[5], e[6]
+            else:
+                p_type, p_offset, p_vaddr, p_filesz, p_memsz = e[0], e[1], e[2], e[4], e[5]
+            if p_type == PT_LOAD:
+                segments.append((p_vaddr, p_offset, p_filesz, p_memsz))
+    return segments
+
+
+def file_offset(lib, segments, vaddr, what):
+    """A virtual address's offset in the file, which uprobes want for both the probe and its
+    reference counter (the semaphore): the PT_LOAD segment that maps it says. In a shared
+    library or a PIE program built as usual the two are equal for the text; in a program
+    linked at a fixed address (-no-pie) they differ by the load address (0x400000)."""
+    for p_vaddr, p_offset, p_filesz, p_memsz in segments:
+        if p_vaddr <= vaddr < p_vaddr + p_filesz:
+            return vaddr - p_vaddr + p_offset
+        if p_vaddr <= vaddr < p_vaddr + p_memsz:
+            sys.exit(f"{lib}: {what} at {vaddr:#x} is in no file page (.bss): uprobes cannot "
+                     "reach it")
+    sys.exit(f"{lib}: {what} at {vaddr:#x} is in no loaded segment")
 
 
 def definitions(lib, wanted):
     lib = os.path.realpath(lib)
+    segments = load_segments(lib)
     seen = {}
     for p in notes(lib):
         name = p["name"]
@@ -129,9 +171,10 @@ def definitions(lib, wanted):
         fetched = ((an, fetch(lib, spec, kind))
                    for (an, kind), spec in zip(ARGS.get(name, []), p.get("args", [])))
         args = " ".join(f"{an}={f}" for an, f in fetched if f)
-        # the location is a virtual address; in a shared library built as usual the text's
-        # virtual addresses equal its file offsets
-        yield f"p:swiftqueues/{event} {lib}:{p['loc']:#x}({file_offset(lib, p['sem']):#x}) {args}"
+        # the notes give virtual addresses; a uprobe takes file offsets (probe and semaphore)
+        loc = file_offset(lib, segments, p["loc"], f"probe {name}")
+        sem = file_offset(lib, segments, p["sem"], f"semaphore of {name}")
+        yield f"p:swiftqueues/{event} {lib}:{loc:#x}({sem:#x}) {args}"
 
 
 def write_event(line):

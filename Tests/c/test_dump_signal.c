@@ -4,12 +4,30 @@
  * no introspection call: linked with the static library, the object that reads the variable was
  * once left out by the linker (nothing referenced it), and the signal killed the child instead
  * (the CMake target and the pkg-config entry of the static library now pull it in).
+ *
+ * Also: which values the variable takes, at the limits (glibc keeps signals 32 and 33 for
+ * itself: SIGRTMIN and SIGRTMAX are read at run time), and a forked child's watch (one, not one
+ * more per fork).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <cqueuecore/introspect.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/wait.h>
 
 #include "cq_test.h"
+
+#define CHILD_ALARM_S 60
+
+/* ThreadSanitizer refuses new threads in a child of a multi-threaded process unless told
+ * otherwise (test_fork.c); read only by TSan builds. */
+const char *__tsan_default_options(void);
+const char *__tsan_default_options(void)
+{
+    return "die_after_fork=0";
+}
 
 static void signal_sema(void *ctx)
 {
@@ -27,6 +45,319 @@ static __attribute__((noreturn)) void dump_child(void)
     fflush(stdout);
     for (;;) {
         pause();
+    }
+}
+
+/* Like dump_child, but exits once the pool has started (for values the runtime refuses). */
+static __attribute__((noreturn)) void quiet_child(void)
+{
+    cq_queue_t q = cq_queue_create("intro.quiet", CQ_QUEUE_SERIAL);
+    cq_semaphore_t s = cq_semaphore_create(0);
+    cq_async_f(q, s, signal_sema);
+    cq_semaphore_wait(s, CQ_TIME_FOREVER);
+    exit(0);
+}
+
+struct child {
+    pid_t pid;
+    int out, err; /* its stdout and stderr */
+};
+
+/* Starts this program again as `mode` with CQ_DUMP_SIGNAL=value. */
+static struct child spawn(const char *value, const char *mode)
+{
+    int out[2], err[2];
+    REQUIRE(pipe(out) == 0 && pipe(err) == 0);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        dup2(out[1], 1);
+        dup2(err[1], 2);
+        close(out[0]);
+        close(err[0]);
+        setenv("CQ_DUMP_SIGNAL", value, 1);
+        execl("/proc/self/exe", "test_dump_signal", mode, (char *)NULL);
+        _exit(127);
+    }
+    close(out[1]);
+    close(err[1]);
+    return (struct child){pid, out[0], err[0]};
+}
+
+/* Kills (if still there) and reaps the child; returns its wait status. */
+static int finish(struct child c)
+{
+    kill(c.pid, SIGKILL);
+    int status = 0;
+    waitpid(c.pid, &status, 0);
+    close(c.out);
+    close(c.err);
+    return status;
+}
+
+/* CQ_DUMP_SIGNAL=value: signal `signo` makes the child dump (no message before it). */
+static void expect_dump(const char *value, int signo)
+{
+    struct child c = spawn(value, "--dump-child");
+    char buf[65536];
+    size_t len = 0;
+    ssize_t n = read(c.out, buf, sizeof buf - 1); /* "ready" */
+    CHECK(n > 0);
+    fcntl(c.err, F_SETFL, O_NONBLOCK);
+    uint64_t deadline = cq_test_now_ns() + (uint64_t)CQ_TEST_PATIENCE_NS;
+    bool found = false, exited = false;
+    while (!found && !exited && cq_test_now_ns() < deadline) {
+        kill(c.pid, signo);
+        struct pollfd p = {c.err, POLLIN, 0};
+        poll(&p, 1, 200);
+        while ((n = read(c.err, buf + len, sizeof buf - 1 - len)) > 0) {
+            len += (size_t)n;
+        }
+        buf[len] = '\0';
+        found = strstr(buf, "intro.hung-service") != NULL && strstr(buf, "---- end ----");
+        exited = waitpid(c.pid, NULL, WNOHANG) == c.pid; /* killed by the signal */
+        if (len > sizeof buf / 2) {
+            len = 0;
+        }
+    }
+    if (!found || strstr(buf, "CQueueCore:") != NULL) {
+        fprintf(stderr, "CQ_DUMP_SIGNAL=%s: expected a dump on signal %d, %s; stderr: %.300s\n",
+                value, signo, exited ? "the child died" : "none came", buf);
+        test_failures++;
+    }
+    if (!exited) {
+        finish(c);
+    } else {
+        close(c.out);
+        close(c.err);
+    }
+}
+
+/* CQ_DUMP_SIGNAL=value: the runtime says `message` on one line and watches no signal. */
+static void expect_refused(const char *value, const char *message)
+{
+    struct child c = spawn(value, "--quiet-child");
+    char buf[4096];
+    size_t len = 0;
+    ssize_t n;
+    while (len + 1 < sizeof buf && (n = read(c.err, buf + len, sizeof buf - 1 - len)) > 0) {
+        len += (size_t)n;
+    }
+    buf[len] = '\0';
+    int status = finish(c);
+    char line[256];
+    snprintf(line, sizeof line, "CQueueCore: CQ_DUMP_SIGNAL=%s: %s", value, message);
+    const char *at = strstr(buf, line);
+    bool one_line = at && strchr(at, '\n') && strstr(at, "; no dump on a signal\n") &&
+                    strstr(at, "; no dump on a signal\n") < strchr(at, '\n') + 1;
+    if (!one_line || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "CQ_DUMP_SIGNAL=%s: expected \"%s ...; no dump on a signal\"; stderr: %s\n",
+                value, message, buf);
+        test_failures++;
+    }
+}
+
+static const char *fmt(char *buf, size_t size, const char *f, int n)
+{
+    snprintf(buf, size, f, n);
+    return buf;
+}
+
+#define NOT_A_SIGNAL "not a signal name or number"
+#define CANNOT_WATCH "cannot watch that signal ("
+
+/* What CQ_DUMP_SIGNAL takes, at the limits of each form. */
+static void test_dump_signal_values(void)
+{
+    char v[64];
+    int span = SIGRTMAX - SIGRTMIN;
+    fprintf(stderr, "   SIGRTMIN %d, SIGRTMAX %d\n", SIGRTMIN, SIGRTMAX);
+    /* numbers: the standard signals, then SIGRTMIN..SIGRTMAX as the C library has them */
+    expect_dump("1", SIGHUP);
+    expect_dump(fmt(v, sizeof v, "%d", SIGSYS), SIGSYS); /* the last standard signal */
+    for (int n = SIGSYS + 1; n < SIGRTMIN; n++) {        /* glibc's own (32, 33) */
+        expect_refused(fmt(v, sizeof v, "%d", n), CANNOT_WATCH "the C library keeps it");
+    }
+    expect_dump(fmt(v, sizeof v, "%d", SIGRTMIN), SIGRTMIN);
+    expect_dump(fmt(v, sizeof v, "%d", SIGRTMAX), SIGRTMAX);
+    expect_refused(fmt(v, sizeof v, "%d", SIGRTMAX + 1), CANNOT_WATCH "above SIGRTMAX");
+    expect_refused("99999999999", CANNOT_WATCH "above SIGRTMAX");
+    expect_refused("0", NOT_A_SIGNAL);
+    expect_refused("-1", NOT_A_SIGNAL);
+    expect_refused("+12", NOT_A_SIGNAL);
+    expect_refused("12x", NOT_A_SIGNAL);
+    expect_refused("9", CANNOT_WATCH "SIGKILL and SIGSTOP");
+    /* names, with or without SIG, in any case */
+    expect_dump("SIGUSR2", SIGUSR2);
+    expect_dump("usr1", SIGUSR1);
+    expect_dump("SigSys", SIGSYS);
+    expect_refused("KILL", CANNOT_WATCH "SIGKILL and SIGSTOP");
+    expect_refused("SIGSTOP", CANNOT_WATCH "SIGKILL and SIGSTOP");
+    expect_refused("USR3", NOT_A_SIGNAL);
+    expect_refused("SIG", NOT_A_SIGNAL);
+    /* RTMIN+n and RTMAX-n, n from 0 to SIGRTMAX - SIGRTMIN */
+    expect_dump("RTMIN", SIGRTMIN);
+    expect_dump("SIGRTMIN+0", SIGRTMIN);
+    expect_dump("SIGRTMIN+3", SIGRTMIN + 3);
+    expect_dump(fmt(v, sizeof v, "RTMIN+%d", span), SIGRTMAX);
+    expect_dump("SIGRTMAX", SIGRTMAX);
+    expect_dump("rtmax", SIGRTMAX);
+    expect_dump("RTMAX-1", SIGRTMAX - 1);
+    expect_dump(fmt(v, sizeof v, "sigrtmax-%d", span), SIGRTMIN);
+    expect_refused(fmt(v, sizeof v, "RTMIN+%d", span + 1), NOT_A_SIGNAL);
+    expect_refused(fmt(v, sizeof v, "RTMAX-%d", span + 1), NOT_A_SIGNAL);
+    expect_refused("RTMIN-2", NOT_A_SIGNAL);
+    expect_refused("RTMAX+1", NOT_A_SIGNAL);
+    expect_refused("RTMIN+xyz", NOT_A_SIGNAL);
+    expect_refused("RTMIN+3x", NOT_A_SIGNAL);
+    expect_refused("RTMIN+", NOT_A_SIGNAL);
+    expect_refused("RTMIN+-1", NOT_A_SIGNAL);
+    expect_refused("RTMIN+ 3", NOT_A_SIGNAL);
+    expect_refused("RTMINX", NOT_A_SIGNAL);
+}
+
+/* ---- fork: the child watches the signal once ------------------------------------------------ */
+
+struct watch_count {
+    int signo;
+    int watches, registered;
+};
+
+static void count_watch(void *ctx, const struct cq_introspect_source *s)
+{
+    struct watch_count *w = ctx;
+    if (strcmp(s->type, "signal") == 0 && s->handle == (uintptr_t)w->signo) {
+        w->watches++;
+        w->registered += s->registered;
+    }
+}
+
+/* Starts the pool (and so the watch), waits until the reactor watches the signal; returns how
+ * many sources on the list watch it. */
+static int watches_once_started(void)
+{
+    cq_queue_t q = cq_queue_create("intro.fork", CQ_QUEUE_SERIAL);
+    cq_semaphore_t s = cq_semaphore_create(0);
+    cq_async_f(q, s, signal_sema);
+    WAIT_SEMA(s);
+    cq_release(s);
+    cq_release(q);
+    static const struct cq_introspect_visitor v = {.source = count_watch};
+    struct watch_count w;
+    uint64_t deadline = cq_test_now_ns() + (uint64_t)CQ_TEST_PATIENCE_NS;
+    do {
+        w = (struct watch_count){SIGUSR2, 0, 0};
+        cq_introspect(&v, &w);
+    } while (w.registered == 0 && cq_test_now_ns() < deadline && usleep(1000) == 0);
+    return w.watches;
+}
+
+/* Signals itself once with stderr on a pipe; returns how many dumps came, and in how many of
+ * them the signal's watch is listed once. */
+static void dumps_on_one_signal(int *dumps, int *listed_once)
+{
+    int p[2];
+    REQUIRE(pipe(p) == 0);
+    int saved = dup(2);
+    dup2(p[1], 2);
+    close(p[1]);
+    kill(getpid(), SIGUSR2);
+    char buf[65536];
+    size_t len = 0;
+    buf[0] = '\0';
+    uint64_t deadline = cq_test_now_ns() + (uint64_t)CQ_TEST_PATIENCE_NS;
+    while (strstr(buf, "---- end ----") == NULL && cq_test_now_ns() < deadline) {
+        struct pollfd pf = {p[0], POLLIN, 0};
+        if (poll(&pf, 1, 200) > 0) {
+            ssize_t n = read(p[0], buf + len, sizeof buf - 1 - len);
+            len += n > 0 ? (size_t)n : 0;
+        }
+        buf[len] = '\0';
+    }
+    cq_test_observe_window(); /* a second dump for the same signal would come now */
+    fcntl(p[0], F_SETFL, O_NONBLOCK);
+    ssize_t n;
+    while ((n = read(p[0], buf + len, sizeof buf - 1 - len)) > 0) {
+        len += (size_t)n;
+    }
+    buf[len] = '\0';
+    dup2(saved, 2);
+    close(saved);
+    close(p[0]);
+    char line[64];
+    snprintf(line, sizeof line, "signal  handle %-6d", SIGUSR2);
+    *dumps = *listed_once = 0;
+    for (const char *d = strstr(buf, "---- SwiftQueues runtime"); d;
+         d = strstr(d + 1, "---- SwiftQueues runtime")) {
+        (*dumps)++;
+        const char *end = strstr(d, "---- end ----");
+        const char *first = strstr(d, line);
+        const char *second = first ? strstr(first + 1, line) : NULL;
+        *listed_once += end && first && first < end && (second == NULL || second > end);
+    }
+    if (*dumps != 1 || *listed_once != 1) {
+        fprintf(stderr, "pid %d: %d dump(s), %d listing the watch once:\n%s", (int)getpid(), *dumps,
+                *listed_once, buf);
+    }
+}
+
+/* A process of the fork chain: checks its own watch, then forks `forks_left` more times down. */
+static int fork_chain(int forks_left)
+{
+    int watches = watches_once_started();
+    if (watches != 1) {
+        fprintf(stderr, "pid %d: %d watches of the dump's signal, expected 1\n", (int)getpid(),
+                watches);
+        return 1;
+    }
+    int dumps, listed_once;
+    dumps_on_one_signal(&dumps, &listed_once);
+    if (dumps != 1 || listed_once != 1) {
+        return 1;
+    }
+    if (forks_left == 0) {
+        return 0;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        return 2;
+    }
+    if (pid == 0) {
+        alarm(CHILD_ALARM_S);
+        _exit(fork_chain(forks_left - 1));
+    }
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) {
+        return 3;
+    }
+    return WEXITSTATUS(status);
+}
+
+/* Run with CQ_DUMP_SIGNAL=SIGUSR2: this process, its child and its grandchild each list one
+ * watch of the signal and write one dump (listing it once) per signal. */
+static __attribute__((noreturn)) void fork_child(void)
+{
+    alarm(CHILD_ALARM_S);
+    exit(fork_chain(2));
+}
+
+static void test_dump_signal_fork(void)
+{
+    struct child c = spawn("SIGUSR2", "--fork-child");
+    char buf[65536];
+    size_t len = 0;
+    ssize_t n;
+    while (len + 1 < sizeof buf && (n = read(c.err, buf + len, sizeof buf - 1 - len)) > 0) {
+        len += (size_t)n;
+    }
+    buf[len] = '\0';
+    int status = 0;
+    REQUIRE(waitpid(c.pid, &status, 0) == c.pid);
+    close(c.out);
+    close(c.err);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "fork chain failed (status %#x): %s\n", (unsigned)status, buf);
+        test_failures++;
     }
 }
 
@@ -82,6 +413,14 @@ int main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "--dump-child") == 0) {
         dump_child();
     }
+    if (argc > 1 && strcmp(argv[1], "--quiet-child") == 0) {
+        quiet_child();
+    }
+    if (argc > 1 && strcmp(argv[1], "--fork-child") == 0) {
+        fork_child();
+    }
     RUN(test_dump_signal);
+    RUN(test_dump_signal_values);
+    RUN(test_dump_signal_fork);
     TEST_MAIN_END();
 }

@@ -7,10 +7,13 @@
 #endif
 #include <cqueuecore/introspect.h>
 #include <cqueuecore/runtime.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "events/source_internal.h"
@@ -25,9 +28,18 @@
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cq_source_s *reg_head, *reg_tail;
 
+/* CQ_DUMP_SIGNAL's watch (see below), or NULL: a forked child takes the inherited one off its
+ * list, as the child's pool makes its own. Under reg_lock; set by cq__source_registry_add for
+ * the source that dump_signal_start's thread is creating. */
+static struct cq_source_s *dump_watch;
+static __thread bool creating_dump_watch;
+
 void cq__source_registry_add(struct cq_source_s *s)
 {
     pthread_mutex_lock(&reg_lock);
+    if (creating_dump_watch) {
+        dump_watch = s; /* under the lock: a fork sees the source and this together */
+    }
     s->reg_next = NULL;
     s->reg_prev = reg_tail;
     if (reg_tail) {
@@ -39,9 +51,15 @@ void cq__source_registry_add(struct cq_source_s *s)
     pthread_mutex_unlock(&reg_lock);
 }
 
-void cq__source_registry_remove(struct cq_source_s *s)
+/* Takes s off the list; reg_lock held. */
+static void unlink_source(struct cq_source_s *s)
 {
-    pthread_mutex_lock(&reg_lock);
+    if (s == dump_watch) {
+        dump_watch = NULL;
+    }
+    if (s->reg_prev == NULL && reg_head != s) {
+        return; /* not on the list (an inherited watch, taken off in a forked child) */
+    }
     if (s->reg_prev) {
         s->reg_prev->reg_next = s->reg_next;
     } else {
@@ -53,6 +71,12 @@ void cq__source_registry_remove(struct cq_source_s *s)
         reg_tail = s->reg_prev;
     }
     s->reg_prev = s->reg_next = NULL;
+}
+
+void cq__source_registry_remove(struct cq_source_s *s)
+{
+    pthread_mutex_lock(&reg_lock);
+    unlink_source(s);
     pthread_mutex_unlock(&reg_lock);
 }
 
@@ -251,36 +275,88 @@ void cq__introspect_dump_signal(void)
     cq_introspect_dump(stderr);
 }
 
-/* "SIGUSR2", "USR2", "12" (also "SIGRTMIN+3") -> the number, or 0. */
+/* A run of decimal digits and nothing else (no sign, no blank); saturates at INT_MAX. */
+static bool parse_digits(const char *v, int *out)
+{
+    if (*v == '\0') {
+        return false;
+    }
+    long n = 0;
+    for (; *v; v++) {
+        if (*v < '0' || *v > '9') {
+            return false;
+        }
+        n = n * 10 + (*v - '0');
+        if (n > INT_MAX) {
+            n = INT_MAX;
+        }
+    }
+    *out = (int)n;
+    return true;
+}
+
+/*
+ * "SIGUSR2", "USR2", "12"; "RTMIN", "RTMIN+n", "RTMAX", "RTMAX-n" (each with or without "SIG",
+ * names in any case) -> the number, or 0 if not a signal name or number. A number comes back as
+ * it is (see watchable); a name is a standard signal's; RTMIN+n and RTMAX-n must land in
+ * SIGRTMIN..SIGRTMAX, which the C library sets at run time (glibc keeps 32 and 33 for itself).
+ */
 static int parse_signal(const char *v)
 {
-    if (strncmp(v, "SIG", 3) == 0) {
+    if (strncasecmp(v, "SIG", 3) == 0) {
         v += 3;
     }
-    char *end;
-    long n = strtol(v, &end, 10);
-    if (end != v && *end == '\0') {
-        return n > 0 && n < _NSIG ? (int)n : 0;
+    int n;
+    if (parse_digits(v, &n)) {
+        return n;
     }
-    if (strncmp(v, "RTMIN", 5) == 0) {
-        n = v[5] == '+' ? strtol(v + 6, NULL, 10) : 0;
-        return SIGRTMIN + n <= SIGRTMAX ? SIGRTMIN + (int)n : 0;
+    bool min = strncasecmp(v, "RTMIN", 5) == 0;
+    if (min || strncasecmp(v, "RTMAX", 5) == 0) {
+        const char *off = v + 5;
+        if (*off == '\0') {
+            return min ? SIGRTMIN : SIGRTMAX;
+        }
+        if (*off != (min ? '+' : '-') || !parse_digits(off + 1, &n) || n > SIGRTMAX - SIGRTMIN) {
+            return 0;
+        }
+        return min ? SIGRTMIN + n : SIGRTMAX - n;
     }
-    for (int s = 1; s < NSIG; s++) {
+    for (int s = 1; s < SIGRTMIN; s++) {
         const char *name = sigabbrev_np(s);
-        if (name && strcmp(name, v) == 0) {
+        if (name && strcasecmp(name, v) == 0) {
             return s;
         }
     }
     return 0;
 }
 
+/* true if the runtime can watch signal `signo` (> 0); else false with why not in `why`. */
+static bool watchable(int signo, char *why, size_t size)
+{
+    if (signo == SIGKILL || signo == SIGSTOP) {
+        snprintf(why, size, "SIGKILL and SIGSTOP cannot be caught");
+    } else if (signo < SIGRTMIN && sigabbrev_np(signo) == NULL) {
+        snprintf(why, size,
+                 "the C library keeps it for itself: real-time signals are SIGRTMIN %d to "
+                 "SIGRTMAX %d here",
+                 SIGRTMIN, SIGRTMAX);
+    } else if (signo > SIGRTMAX) {
+        snprintf(why, size, "above SIGRTMAX, %d here", SIGRTMAX);
+    } else {
+        return true;
+    }
+    return false;
+}
+
 /* After the pool first starts: watch the signal with a SIGNAL source (no handler: the reactor
- * itself writes the dump when the signal arrives, see reactor_signal.c). */
+ * itself writes the dump when the signal arrives, see reactor_signal.c). In a forked child, again
+ * when the child's pool starts (the inherited source belongs to the parent's reactor). */
 static void dump_signal_start(void)
 {
+    creating_dump_watch = true;
     cq_source_t s =
         cq_source_create(cq_source_type(CQ_SOURCE_KIND_SIGNAL), (uintptr_t)cq__dump_signo, 0, NULL);
+    creating_dump_watch = false;
     if (s == NULL) {
         cq__report("CQ_DUMP_SIGNAL: cannot watch signal %d", cq__dump_signo);
         return;
@@ -294,11 +370,17 @@ CQ_EARLY_INIT static void dump_signal_init(void)
     if (v == NULL || *v == '\0') {
         return;
     }
-    cq__dump_signo = parse_signal(v);
-    if (cq__dump_signo == 0) {
+    int signo = parse_signal(v);
+    if (signo <= 0) {
         cq__report("CQ_DUMP_SIGNAL=%s: not a signal name or number; no dump on a signal", v);
         return;
     }
+    char why[128];
+    if (!watchable(signo, why, sizeof why)) {
+        cq__report("CQ_DUMP_SIGNAL=%s: cannot watch that signal (%s); no dump on a signal", v, why);
+        return;
+    }
+    cq__dump_signo = signo;
     /* Until the reactor watches it, the signal must not end the process (SIGUSR1/2's default):
      * ignore it meanwhile (the watch takes an ignored signal over as a default one). */
     struct sigaction old;
@@ -314,10 +396,21 @@ static void registry_fork_prepare(void)
     pthread_mutex_lock(&reg_lock);
 }
 
-static void registry_fork_release(void)
+static void registry_fork_parent(void)
 {
     pthread_mutex_unlock(&reg_lock);
 }
 
+/* The child keeps the parent's sources on its list (abandoned, as their registrations are),
+ * except the dump's own: the child's pool watches the signal with a new one when it starts, and
+ * the list must show one watch, not one more per fork. */
+static void registry_fork_child(void)
+{
+    if (dump_watch) {
+        unlink_source(dump_watch); /* and dump_watch = NULL */
+    }
+    pthread_mutex_unlock(&reg_lock);
+}
+
 CQ__FORK_REGISTER(source_registry, CQ__FORK_RANK_REGISTRY, registry_fork_prepare,
-                  registry_fork_release, registry_fork_release)
+                  registry_fork_parent, registry_fork_child)
