@@ -12,7 +12,8 @@ extension SQOperationQueue {
         }
         // Claim the operation first (the operation lock is not held under the queue lock
         // here, to keep the queue lock's sections short). If it becomes ready before it is
-        // linked below, operationBecameReady records that in its queue state.
+        // linked below, operationBecameReady records that in its queue state; if it finishes
+        // before then, operationFinished does (and admitClaimed removes it again).
         var operationQoS: SQQoS.QoSClass?
         let check: (ready: Bool, misuse: String?) = operation.state.withLock { op in
             if let queue = op.queue {
@@ -51,9 +52,11 @@ extension SQOperationQueue {
         var startable: Unmanaged<SQOperation>?
         var deliverer: SQOperationObservers<StateChange>?
         var retired: Unmanaged<SQOperation>?
+        var finishedWhileAdding = false
         state.withLock { state in
             retired = state.takeRetired()
-            let ready = ready || operation.queueState == .readyWhileAdding
+            let slot = operation.queueState
+            let ready = ready || slot == .readyWhileAdding
             let qos = operationQoS ?? state.qualityOfService
             operation.owningQueue = Unmanaged.passUnretained(self)
             operation.queueQoS = qos
@@ -73,7 +76,23 @@ extension SQOperationQueue {
             }
             state.link(operation)
             state.publish(.added(operation), to: &deliverer)
-            if operation.isQueueBarrier {
+            if slot == .finishedWhileAdding {
+                // Another thread finished the operation between the claim and here (an
+                // asynchronous operation whose cancel() finishes it at once, cancelled during
+                // the add), and its operationFinished found it not linked yet. That finish used
+                // to be dropped: the finished operation was linked and given a slot, its start
+                // path saw it finished and returned, and it stayed in `operations` for ever,
+                // holding its slot (`waitUntilAllOperationsAreFinished` hung; with one slot,
+                // nothing ran again). It is linked like any other (observers see it added, the
+                // barrier bookkeeping counts it) and removed below, after the lock, by the
+                // same operationFinished as any finished operation; it never takes a slot.
+                // (Only an operation added with addOperation gets here: one the queue made
+                // for itself, a barrier among them, is seen by no other thread before this.)
+                finishedWhileAdding = true
+                if !state.barriers.isEmpty {
+                    state.barriers.hold(operation)
+                }
+            } else if operation.isQueueBarrier {
                 if state.barriers.add(operation, sequence: operation.queueSequence, queued: before) {
                     state.ready.append(operation)
                     startable = state.takeStartable()
@@ -96,6 +115,12 @@ extension SQOperationQueue {
         submit(startable)
         deliverer?.deliver()
         SQOperationQueue.releaseRetired(retired, onAddingThread: true)
+        if finishedWhileAdding {
+            // The queue's part of that finish: remove it, wake the waiters if the queue
+            // emptied, open barriers. (The caller holds the queue.)
+            var handOff = SQOperationHandOff.none
+            operationFinished(operation, handOff: &handOff)
+        }
     }
 
     /// An operation of this queue became ready (its last dependency finished or was removed,
@@ -138,17 +163,25 @@ extension SQOperationQueue {
         var emptied = false
         var retired = false
         var released: Unmanaged<SQOperation>?
+        var removed = false
         let startable: Unmanaged<SQOperation>? = state.withLock { state in
             switch operation.queueState {
             case .listed:
                 state.ready.remove(operation)
             case .dispatched:
                 state.running -= 1
-            case .none, .readyWhileAdding, .removed:
+            case .none, .readyWhileAdding:
+                // Claimed by enqueue but not linked yet: the queue holds neither the
+                // operation nor a reference to it. admitClaimed reads this when it links it,
+                // and removes it then, through this function.
+                operation.queueState = .finishedWhileAdding
                 return nil
-            case .waiting, .gated:
+            case .removed:
+                return nil
+            case .waiting, .gated, .finishedWhileAdding:
                 break
             }
+            removed = true
             operation.queueState = .removed
             // Under the lock: once it is dropped, another finish may empty the queue and free
             // it (a queue holds itself only while it holds operations).
@@ -178,6 +211,11 @@ extension SQOperationQueue {
         // locked state; the finishing start path named it in its context until now, while the
         // queue is certainly alive).
         handOff.finishing?.pointee.finishingQueue = nil
+        guard removed else {
+            // Nothing to give back: the queue took no reference and no slot for it (this used
+            // to release the operation all the same, a reference the queue did not hold).
+            return
+        }
         // Nothing below reads the queue: it may be gone already (see above), except when it
         // emptied here (its reference to itself is given back last).
         submit(startable, handOff: &handOff)

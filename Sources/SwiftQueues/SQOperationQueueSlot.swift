@@ -6,6 +6,10 @@ internal enum SQOperationQueueSlot: UInt8 {
     /// Claimed by `enqueue`, not yet linked, and already reported ready (by a dependency
     /// finishing or a cancellation in between).
     case readyWhileAdding
+    /// Claimed by `enqueue` and finished (by another thread) before it was linked: linked
+    /// nonetheless, never listed, held back or given a slot, and removed at once by the adding
+    /// thread (see `admitClaimed`).
+    case finishedWhileAdding
     /// In the queue, not ready: the queue waits to be told it became ready.
     case waiting
     /// Held back by a pending barrier (``SQOperationQueue/addBarrierBlock(_:)``), or a barrier
