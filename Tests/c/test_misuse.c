@@ -30,6 +30,21 @@
 /* A child that cannot set up its case (no permission to drop privileges, ...) exits with this. */
 #define CHILD_SKIPPED 77
 
+static void introspect_again(void *ctx, const struct cq_introspect_queue *queue)
+{
+    (void)queue;
+    cq_introspect_dump((FILE *)ctx);
+}
+
+static void introspect_nested(void *arg)
+{
+    (void)arg;
+    alarm(60); /* it used to wait for ever: end the child then (SIGALRM is no abort) */
+    FILE *devnull = fopen("/dev/null", "w");
+    struct cq_introspect_visitor v = {.queue = introspect_again};
+    cq_introspect(&v, devnull);
+}
+
 static void noop(void *ctx)
 {
     (void)ctx;
@@ -1267,6 +1282,8 @@ static void test_assertions_and_main(void)
                  "CQueueCore: cq_main: must be called on the main thread\n");
     EXPECT_ABORT("main-inside-task", main_inside_task,
                  "CQueueCore: cq_main: called from inside a task of queue \"outer\" (0x", ")");
+    EXPECT_ABORT("introspect-nested", introspect_nested,
+                 "CQueueCore: cq_introspect: called from inside one of its visitors");
 }
 
 static void test_reports(void)

@@ -101,11 +101,22 @@ static void describe_source(struct cq_source_s *s, struct cq_introspect_source *
 
 /* ---- cq_introspect --------------------------------------------------------------------------- */
 
+/* Set while this thread runs cq_introspect's visitors. They run with the runtime's locks held
+ * (the queue registry's, the source list's): a visitor that called cq_introspect or
+ * cq_introspect_dump (a dump when it sees something odd) waited for ever on a lock its own
+ * thread held, from a queue or source visitor. */
+static __thread bool visiting;
+
 void cq_introspect(const struct cq_introspect_visitor *v, void *ctx)
 {
     if (v == NULL) {
         return;
     }
+    if (cq__unlikely(visiting)) {
+        cq__crash("cq_introspect: called from inside one of its visitors, which run with the "
+                  "runtime's locks held (call it, or cq_introspect_dump, after the walk)");
+    }
+    visiting = true;
     cq__pool_introspect(v->pool, v->worker, ctx);
     if (v->queue) {
         cq__queue_introspect(v->queue, ctx);
@@ -123,6 +134,7 @@ void cq_introspect(const struct cq_introspect_visitor *v, void *ctx)
         pthread_mutex_unlock(&reg_lock);
         cq__rcu_read_unlock();
     }
+    visiting = false;
 }
 
 /* ---- the dump ------------------------------------------------------------------------------ */

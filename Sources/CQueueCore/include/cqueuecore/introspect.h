@@ -83,7 +83,8 @@ struct cq_introspect_source {
 
 struct cq_introspect_visitor {
     /* Any may be NULL. Called on the caller's thread, with runtime locks held: they must not
-     * create, release, suspend or resume queues or sources, nor wait for tasks. */
+     * create, release, suspend or resume queues or sources, nor wait for tasks, nor call
+     * cq_introspect or cq_introspect_dump (that stops the process with a message). */
     void (*pool)(void *ctx, const struct cq_introspect_pool *pool);
     void (*queue)(void *ctx, const struct cq_introspect_queue *queue);
     void (*worker)(void *ctx, const struct cq_introspect_worker *worker);
