@@ -93,6 +93,9 @@ public final class SQGroup: @unchecked Sendable {
     ///
     /// One allocation for the closure; thread-safe; never blocks.
     /// Dispatch: `DispatchGroup.notify(qos:flags:queue:execute:)`.
+    // Disfavoured: for `.main` the overload taking a `@MainActor` closure is chosen
+    // (SQMainQueue+Notify.swift), as the closure's isolation cannot pick it.
+    @_disfavoredOverload
     public func notify(
         qos: SQQoS = .unspecified,
         flags: SQWorkItemFlags = [],

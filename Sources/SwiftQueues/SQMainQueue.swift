@@ -103,7 +103,7 @@ public final class SQMainQueue: SQSerialQueue, @unchecked Sendable {
 
     /// `work` as a plain closure for the main queue, which runs it where the main actor's
     /// isolation holds (checked once per call, as `MainActor.assumeIsolated` does).
-    private static func plain(
+    internal static func plain(
         _ work: @escaping @MainActor @Sendable () -> Void
     ) -> @Sendable () -> Void {
         { MainActor.assumeIsolated(work) }

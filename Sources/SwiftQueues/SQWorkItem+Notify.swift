@@ -14,6 +14,9 @@ extension SQWorkItem {
     /// One allocation for the closure (a second one for a barrier, which the thread that
     /// finishes this item queues as a barrier). Thread-safe; never blocks.
     /// Dispatch: `DispatchWorkItem.notify(qos:flags:queue:execute:)`.
+    // Disfavoured: for `.main` the overload taking a `@MainActor` closure is chosen
+    // (SQMainQueue+Notify.swift), as the closure's isolation cannot pick it.
+    @_disfavoredOverload
     public func notify(
         qos: SQQoS = .unspecified,
         flags: SQWorkItemFlags = [],

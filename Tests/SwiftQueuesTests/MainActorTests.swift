@@ -187,6 +187,13 @@ private func runProbe(_ name: String, _ arguments: [String] = []) -> (status: In
         #expect(probe.status == 0, "\(probe.output)")
     }
 
+    /// Notifications onto `.main` take `@MainActor` closures, as with Dispatch, where code on
+    /// the main actor writes them with `self.` state (the probe compiles only with them).
+    @Test func testMainActorNotificationsOntoTheMainQueue() {
+        let probe = runProbe("SQProbeSyncMain", ["notify"])
+        #expect(probe.status == 0, "\(probe.output)")
+    }
+
     @Test func testAsyncMainRunsTheMainQueue() {
         let probe = runProbe("SQProbeAsyncMain")
         #expect(probe.status == 0, "\(probe.output)")

@@ -8,6 +8,8 @@
 //                               while the main thread runs our main queue
 //   SQProbeSyncMain actor       an actor on SQQueue.main runs there, exclusively with
 //                               @MainActor work
+//   SQProbeSyncMain notify      notifications onto .main with @MainActor closures (a group's,
+//                               a work item's) run on the main thread
 
 import Dispatch
 import SwiftQueues
@@ -68,6 +70,35 @@ actor MainQueueActor {
     }
 }
 
+/// Main-actor state changed by notifications onto the main queue, written as code on the main
+/// actor writes them with Dispatch (the closures use `self` without `assumeIsolated`).
+@MainActor final class Model {
+    var log: [String] = []
+    let group = SQGroup()
+
+    func start(_ parts: Parts) {
+        group.enter()
+        group.notify(queue: .main) {
+            check(onMainThread(), "a group's notify onto .main runs on the main thread")
+            self.log.append("group")
+            parts.done()
+        }
+        let item = SQWorkItem { self_log_touch() }
+        item.notify(queue: .main) {
+            check(onMainThread(), "a work item's notify onto .main runs on the main thread")
+            self.log.append("item")
+            parts.done()
+        }
+        SQQueue.global().async {
+            item.perform()
+            self.group.leave()
+        }
+    }
+}
+
+/// A work item's body: nothing of the main actor.
+func self_log_touch() {}
+
 switch CommandLine.arguments.dropFirst().first ?? "" {
 case "mainactor":
     let parts = Parts(4)
@@ -112,8 +143,13 @@ case "actor":
         }
         parts.done()
     }
+case "notify":
+    let parts = Parts(2)
+    MainActor.assumeIsolated {
+        Model().start(parts)
+    }
 default:
-    print("usage: SQProbeSyncMain mainactor|actor")
+    print("usage: SQProbeSyncMain mainactor|actor|notify")
     exit(2)
 }
 
