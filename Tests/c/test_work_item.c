@@ -369,17 +369,43 @@ static uint32_t late_writer_queued(void)
     return queued;
 }
 
+/* A concurrent queue with a reader running on it (until released), in group *g. */
+static void readers_writer_start(struct late_writer *lw, cq_group_t *g)
+{
+    *lw = (struct late_writer){.q = cq_queue_create("readers-writer", CQ_QUEUE_CONCURRENT),
+                               .reader_started = cq_semaphore_create(0),
+                               .release_reader = cq_semaphore_create(0)};
+    late_writer_queue = lw->q;
+    *g = cq_group_create();
+    cq_group_async_f(*g, lw->q, lw, late_reader);
+    WAIT_SEMA(lw->reader_started);
+}
+
+/* The writer is queued: a second reader comes, the first is released; the reader, then the
+ * writer alone, then the second reader must have run. */
+static void readers_writer_finish(struct late_writer *lw, cq_group_t g, cq_work_item_t writer)
+{
+    cq_group_async_f(g, lw->q, lw, late_reader2);
+    atomic_store(&lw->stop_spinning, true);
+    cq_semaphore_signal(lw->release_reader);
+    WAIT_GROUP(g);
+    CHECK(cq_work_item_wait(writer, cq_test_deadline()) == 0);
+    CHECK(atomic_load(&lw->reader_done) < atomic_load(&lw->writer_start));
+    CHECK(atomic_load(&lw->writer_done) < atomic_load(&lw->reader2_start));
+    cq_release(writer);
+    cq_release(g);
+    cq_release(lw->release_reader);
+    cq_release(lw->reader_started);
+    cq_release(lw->q);
+}
+
 static void test_after_barrier_under_load(void)
 {
-    struct late_writer lw = {.q = cq_queue_create("readers-writer", CQ_QUEUE_CONCURRENT),
-                             .reader_started = cq_semaphore_create(0),
-                             .release_reader = cq_semaphore_create(0)};
-    late_writer_queue = lw.q;
+    struct late_writer lw;
+    cq_group_t g;
+    readers_writer_start(&lw, &g);
     struct cq_runtime_info info;
     cq_runtime_get_info(&info);
-    cq_group_t g = cq_group_create();
-    cq_group_async_f(g, lw.q, &lw, late_reader);
-    WAIT_SEMA(lw.reader_started);
     for (uint32_t i = 0; i < info.workers + 1; i++) {
         cq_group_async_f(g, global(), &lw, spin_until_stopped);
     }
@@ -393,50 +419,24 @@ static void test_after_barrier_under_load(void)
         nanosleep(&pause, NULL);
     }
     CHECK_EQ(queued, 1u);
-    cq_group_async_f(g, lw.q, &lw, late_reader2);
-    atomic_store(&lw.stop_spinning, true);
-    cq_semaphore_signal(lw.release_reader);
-    WAIT_GROUP(g);
-    CHECK(cq_work_item_wait(writer, cq_test_deadline()) == 0);
-    /* the reader, then the writer alone, then the second reader */
-    CHECK(atomic_load(&lw.reader_done) < atomic_load(&lw.writer_start));
-    CHECK(atomic_load(&lw.writer_done) < atomic_load(&lw.reader2_start));
-    cq_release(writer);
-    cq_release(g);
-    cq_release(lw.release_reader);
-    cq_release(lw.reader_started);
-    cq_release(lw.q);
+    readers_writer_finish(&lw, g, writer);
 }
 
 /* A BARRIER work item as another item's notification is queued as a barrier by the thread
  * that finishes that item: the second reader, submitted after, runs after it. */
 static void test_notify_barrier_item(void)
 {
-    struct late_writer lw = {.q = cq_queue_create("readers-writer", CQ_QUEUE_CONCURRENT),
-                             .reader_started = cq_semaphore_create(0),
-                             .release_reader = cq_semaphore_create(0)};
-    late_writer_queue = lw.q;
-    cq_group_t g = cq_group_create();
-    cq_group_async_f(g, lw.q, &lw, late_reader);
-    WAIT_SEMA(lw.reader_started);
+    struct late_writer lw;
+    cq_group_t g;
+    readers_writer_start(&lw, &g);
     cq_work_item_t item = cq_work_item_create_f(0, NULL, noop);
     cq_work_item_t writer = cq_work_item_create_f(CQ_WORK_ITEM_BARRIER, &lw, late_writer_run);
     cq_work_item_notify_work_item(item, lw.q, writer);
     CHECK_EQ(late_writer_queued(), 0u); /* not before `item` finishes */
     cq_work_item_perform(item);
     CHECK_EQ(late_writer_queued(), 1u); /* behind the reader, at once */
-    cq_group_async_f(g, lw.q, &lw, late_reader2);
-    cq_semaphore_signal(lw.release_reader);
-    WAIT_GROUP(g);
-    CHECK(cq_work_item_wait(writer, cq_test_deadline()) == 0);
-    CHECK(atomic_load(&lw.reader_done) < atomic_load(&lw.writer_start));
-    CHECK(atomic_load(&lw.writer_done) < atomic_load(&lw.reader2_start));
-    cq_release(writer);
     cq_release(item);
-    cq_release(g);
-    cq_release(lw.release_reader);
-    cq_release(lw.reader_started);
-    cq_release(lw.q);
+    readers_writer_finish(&lw, g, writer);
 }
 
 /* ---- lifetime and bad input ----------------------------------------------------------- */
