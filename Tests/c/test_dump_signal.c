@@ -363,35 +363,21 @@ static void test_dump_signal_fork(void)
 
 static void test_dump_signal(void)
 {
-    int out[2], err[2];
-    REQUIRE(pipe(out) == 0 && pipe(err) == 0);
-    pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        dup2(out[1], 1);
-        dup2(err[1], 2);
-        close(out[0]);
-        close(err[0]);
-        setenv("CQ_DUMP_SIGNAL", "SIGUSR2", 1);
-        execl("/proc/self/exe", "test_dump_signal", "--dump-child", (char *)NULL);
-        _exit(127);
-    }
-    close(out[1]);
-    close(err[1]);
+    struct child c = spawn("SIGUSR2", "--dump-child");
     char buf[65536];
     size_t len = 0;
-    ssize_t n = read(out[0], buf, sizeof buf - 1); /* "ready" */
+    ssize_t n = read(c.out, buf, sizeof buf - 1); /* "ready" */
     CHECK(n > 0);
     /* the watch is registered by the reactor shortly after the pool starts: signal until the
      * dump shows up (a signal before that is counted by the watch's handler, or lost) */
-    fcntl(err[0], F_SETFL, O_NONBLOCK);
+    fcntl(c.err, F_SETFL, O_NONBLOCK);
     uint64_t deadline = cq_test_now_ns() + (uint64_t)CQ_TEST_PATIENCE_NS;
     bool found = false;
     while (!found && cq_test_now_ns() < deadline) {
-        kill(pid, SIGUSR2);
-        struct pollfd p = {err[0], POLLIN, 0};
+        kill(c.pid, SIGUSR2);
+        struct pollfd p = {c.err, POLLIN, 0};
         poll(&p, 1, 200);
-        while ((n = read(err[0], buf + len, sizeof buf - 1 - len)) > 0) {
+        while ((n = read(c.err, buf + len, sizeof buf - 1 - len)) > 0) {
             len += (size_t)n;
         }
         buf[len] = '\0';
@@ -401,11 +387,7 @@ static void test_dump_signal(void)
         }
     }
     CHECK(found);
-    kill(pid, SIGKILL);
-    int status;
-    waitpid(pid, &status, 0);
-    close(out[0]);
-    close(err[0]);
+    finish(c);
 }
 
 int main(int argc, char **argv)
