@@ -25,17 +25,36 @@ internal import Dispatch
 // drains one at a time (each takes the queue), so nothing is lost, run twice or reordered.
 // While the main thread runs SQQueue.runMain() (or an `async` main, which runs that loop) the
 // main queue is never orphaned and the hand-off is never called.
+/// Marks libdispatch's main queue (its specific value), so that a sync onto our main queue
+/// from work running there can be told apart (see refuseSyncInsideDispatchMain).
+private let insideDispatchMainKey = DispatchSpecificKey<Bool>()
+
 extension SQMainQueue {
     /// Registers the hand-off with the C core (`cq_swift_main_set_orphan_handoff`). Called by
     /// the main queue's wrapper before the main queue is reachable from Swift, so that no
     /// enqueueing from Swift can come before it.
     internal static func handOrphanedDrainsToDispatch() {
+        DispatchQueue.main.setSpecific(key: insideDispatchMainKey, value: true)
         cq_swift_main_set_orphan_handoff {
             // Called by the C core on any thread, possibly inside a task or a drain: never
             // blocks. Dispatch's main queue runs the drain later, exactly once.
             DispatchQueue.main.async {
                 cq_swift_main_orphan_drain()
             }
+        }
+    }
+
+    /// A sync onto the main queue from work of libdispatch's main queue off the main thread:
+    /// after `dispatchMain()` our main queue runs inside libdispatch's (above), so the sync
+    /// waited for ever for the queue its caller held. It stops with a message instead, as a
+    /// sync onto the queue the caller runs on does (docs/misuse.md). (On the main thread, while
+    /// it runs our main loop, the C core's own check covers it.)
+    internal static func refuseSyncInsideDispatchMain() {
+        if DispatchQueue.getSpecific(key: insideDispatchMainKey) == true, !cq_thread_is_main() {
+            fatalError(
+                "SQQueue.main.sync: called from work of libdispatch's main queue (DispatchQueue"
+                    + ".main or MainActor) after dispatchMain(), where SQQueue.main runs too: it "
+                    + "would wait for ever; call the closure directly (it is on the main actor)")
         }
     }
 }

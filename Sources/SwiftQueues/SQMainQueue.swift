@@ -84,20 +84,23 @@ public final class SQMainQueue: SQSerialQueue, @unchecked Sendable {
     public func sync<T>(
         flags: SQWorkItemFlags, execute work: @MainActor () throws -> T
     ) rethrows -> T {
-        try (self as SQQueue).sync(flags: flags) { try SQMainQueue.onMainActor(work) }
+        SQMainQueue.refuseSyncInsideDispatchMain()
+        return try (self as SQQueue).sync(flags: flags) { try SQMainQueue.onMainActor(work) }
     }
 
     /// ``SQQueue/sync(execute:)-(()->T)`` for a `@MainActor` closure.
     ///
     /// Blocks until the closure has run. Dispatch: `DispatchQueue.main.sync(execute:)`.
     public func sync<T>(execute work: @MainActor () throws -> T) rethrows -> T {
-        try (self as SQQueue).sync { try SQMainQueue.onMainActor(work) }
+        SQMainQueue.refuseSyncInsideDispatchMain()
+        return try (self as SQQueue).sync { try SQMainQueue.onMainActor(work) }
     }
 
     /// ``SQQueue/sync(execute:)-(()->Void)`` for a `@MainActor` closure.
     ///
     /// Blocks until the closure has run. Dispatch: `DispatchQueue.main.sync(execute:)`.
     public func sync(execute block: @MainActor () -> Void) {
+        SQMainQueue.refuseSyncInsideDispatchMain()
         (self as SQQueue).sync { SQMainQueue.onMainActor(block) }
     }
 

@@ -32,6 +32,17 @@ import Musl
             "\(probe.output)")
     }
 
+    /// SQQueue.main.sync from DispatchQueue.main work after dispatchMain() waited for ever; it
+    /// stops with a message.
+    @Test func testSyncOntoTheMainQueueFromDispatchMainWorkStops() {
+        let probe = runDispatchMainProbe("sync-inside")
+        #expect(probe.status != 0 && probe.status != -Int32(SIGALRM), "\(probe.output)")
+        #expect(
+            probe.output.contains("SQQueue.main.sync: called from work of libdispatch's main queue"),
+            "\(probe.output)")
+        #expect(!probe.output.contains("returned"), "\(probe.output)")
+    }
+
     @Test func testEveryWayOntoTheMainQueuesAfterDispatchMain() {
         let probe = runDispatchMainProbe("mixed")
         #expect(probe.status == 0, "\(probe.output)")

@@ -258,8 +258,16 @@ case "mixed":
             }
         }
     }
+case "sync-inside":
+    // SQQueue.main.sync from DispatchQueue.main work: it would wait for ever (its caller holds
+    // libdispatch's main queue, where ours runs); it must stop with a message.
+    DispatchQueue.main.async {
+        SQQueue.main.sync { print("ran") }
+        print("returned")
+        exit(0)
+    }
 default:
-    print("usage: SQProbeDispatchMain result|turns|mixed")
+    print("usage: SQProbeDispatchMain result|turns|mixed|sync-inside")
     exit(2)
 }
 
