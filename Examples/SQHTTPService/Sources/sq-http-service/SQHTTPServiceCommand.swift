@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 import SwiftQueues
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -22,7 +23,9 @@ struct SQHTTPServiceCommand: AsyncParsableCommand {
         discussion: """
             POST /hash returns the hex digest of the body (MixHash, CPU-bound); GET /health \
             returns "ok". SIGTERM or SIGINT stops accepting, finishes the requests in flight, \
-            prints a one-line summary and exits 0.
+            prints a one-line summary and exits 0; if they are not done within \
+            --shutdown-timeout seconds (a client that stalls mid-request), or on a second \
+            signal, it says so and exits 1.
             """
     )
 
@@ -43,6 +46,9 @@ struct SQHTTPServiceCommand: AsyncParsableCommand {
 
     @Flag(help: "Do not print the per-second request count.")
     var quiet = false
+
+    @Option(help: "Seconds the graceful shutdown may take before the process exits anyway.")
+    var shutdownTimeout = 10.0
 
     func run() async throws {
         let stats = RequestStats()
@@ -102,27 +108,57 @@ struct SQHTTPServiceCommand: AsyncParsableCommand {
         }
         timer.activate()
 
+        // The graceful shutdown's limit: a client that sent a request's headers and stalls in its
+        // body held the shutdown (and the process) for ever, and further signals changed nothing
+        // (found by a user-side probe). Armed by the first signal; a second signal ends it too.
+        let start = ContinuousClock.now
+        @Sendable func secondsSinceStart() -> Double {
+            let elapsed = ContinuousClock.now - start
+            return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        }
+        let shutdownLimit = SQSource.makeTimerSource(queue: control)
+        shutdownLimit.schedule(deadline: .distantFuture)
+        shutdownLimit.setEventHandler {
+            printLine("sq-http-service: requests still in flight \(shutdownTimeout) s after the "
+                + "signal; exiting. " + stats.summary(placement: placement, seconds: secondsSinceStart()))
+            exitProcess(1)
+        }
+        shutdownLimit.activate()
+        let signalsSeen = Atomic<Int>(0)
+        let timeout = shutdownTimeout
+
         // Graceful shutdown on SIGTERM and SIGINT: stop accepting, let the requests in flight
         // finish (ServiceLifecycle's graceful shutdown quiesces the server), then return below.
         var signalSources: [any SQSourceSignal] = []
         for signalNumber in [SIGTERM, SIGINT] {
             let source = try SQSource.makeSignalSource(signal: signalNumber, queue: control)
             source.setEventHandler {
+                if signalsSeen.add(1, ordering: .relaxed).newValue > 1 {
+                    printLine("sq-http-service: second signal; exiting. "
+                        + stats.summary(placement: placement, seconds: secondsSinceStart()))
+                    exitProcess(1)
+                }
+                shutdownLimit.schedule(deadline: .now() + timeout)
                 Task { await group.triggerGracefulShutdown() }
             }
             source.activate()
             signalSources.append(source)
         }
 
-        let start = ContinuousClock.now
         try await group.run()
-        let elapsed = ContinuousClock.now - start
+        let seconds = secondsSinceStart()
 
         timer.cancel()
+        shutdownLimit.cancel()
         for source in signalSources { source.cancel() }
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         printLine(stats.summary(placement: placement, seconds: seconds))
     }
+}
+
+/// Ends the process now with `status` (the C library's exit: inside the command, `exit` names
+/// ArgumentParser's).
+func exitProcess(_ status: Int32) -> Never {
+    exit(status)
 }
 
 /// Writes `line` and a newline to standard output at once (unbuffered, so a pipe sees it now).
