@@ -354,6 +354,11 @@ static void spin_until_stopped(void *ctx)
 
 static cq_queue_t late_writer_queue;
 
+static void signal_marker(void *ctx)
+{
+    cq_semaphore_signal(ctx);
+}
+
 static void count_late_writer_queued(void *ctx, const struct cq_introspect_queue *queue)
 {
     if (queue->queue == (const void *)late_writer_queue) {
@@ -410,15 +415,17 @@ static void test_after_barrier_under_load(void)
         cq_group_async_f(g, global(), &lw, spin_until_stopped);
     }
     cq_work_item_t writer = cq_work_item_create_f(CQ_WORK_ITEM_BARRIER, &lw, late_writer_run);
-    cq_after_work_item(cq_time(CQ_TIME_NOW, 10 * (int64_t)CQ_NSEC_PER_MSEC), lw.q, writer);
-    /* The writer comes due and waits in the queue's list, behind the reader. */
-    uint64_t deadline = cq_test_now_ns() + (uint64_t)CQ_TEST_PATIENCE_NS;
-    uint32_t queued;
-    while ((queued = late_writer_queued()) == 0 && cq_test_now_ns() < deadline) {
-        struct timespec pause = {0, 1000000};
-        nanosleep(&pause, NULL);
-    }
-    CHECK_EQ(queued, 1u);
+    cq_time_t due = cq_time(CQ_TIME_NOW, 10 * (int64_t)CQ_NSEC_PER_MSEC);
+    cq_after_work_item(due, lw.q, writer);
+    /* A marker due 1 ms later, onto the high queue (the express worker runs it while the
+     * spinners hold the others): timers fire in deadline order, so once it has run, the writer
+     * has come due and waits in the queue's list, behind the reader. */
+    cq_semaphore_t marker = cq_semaphore_create(0);
+    cq_after_f(cq_time(due, (int64_t)CQ_NSEC_PER_MSEC),
+               cq_get_global_queue(CQ_QUEUE_PRIORITY_HIGH, 0), marker, signal_marker);
+    WAIT_SEMA(marker);
+    CHECK_EQ(late_writer_queued(), 1u);
+    cq_release(marker);
     readers_writer_finish(&lw, g, writer);
 }
 

@@ -123,6 +123,9 @@ final class Record: @unchecked Sendable {
                 nextInOrder[kind] = index + 1
             }
         }
+        // Not a wait for anything: the section lasts a while, with the CPU free, so that
+        // work of the other queue that could run beside it would (the overlap the old code
+        // showed in 3,994 of 4,000 sections).
         usleep(200)
         let last = locked {
             inside -= 1
