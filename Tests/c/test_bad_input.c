@@ -131,6 +131,11 @@ static void test_source_create_bad_signal(void)
     EXPECT_CREATE_FAILS(CQ_SOURCE_TYPE_SIGNAL, 1000, 0, EINVAL);
     EXPECT_CREATE_FAILS(CQ_SOURCE_TYPE_SIGNAL, SIGKILL, 0, EINVAL);
     EXPECT_CREATE_FAILS(CQ_SOURCE_TYPE_SIGNAL, SIGSTOP, 0, EINVAL);
+    /* the C library's own, below SIGRTMIN (glibc: 32 and 33); they can never be delivered */
+    for (int signo = 32; signo < SIGRTMIN; signo++) {
+        EXPECT_CREATE_FAILS(CQ_SOURCE_TYPE_SIGNAL, (uintptr_t)signo, 0, EINVAL);
+    }
+    expect_create_works(CQ_SOURCE_TYPE_SIGNAL, (uintptr_t)SIGRTMIN, 0);
     expect_create_works(CQ_SOURCE_TYPE_SIGNAL, SIGUSR1, 0);
     expect_create_works(CQ_SOURCE_TYPE_SIGNAL, _NSIG - 1, 0);
 }

@@ -124,7 +124,11 @@ cq_source_t cq_source_create(cq_source_type_t type, uintptr_t handle, uintptr_t 
     int fd = -1, wd = -1;
     switch (type->kind) {
     case CQ_SOURCE_KIND_SIGNAL:
-        if (mask != 0 || handle < 1 || handle >= _NSIG || handle == SIGKILL || handle == SIGSTOP) {
+        /* 32 up to SIGRTMIN are the C library's own (glibc: thread cancellation and set*id
+         * broadcasts): it never lets them be blocked or caught, so a source on one would
+         * never fire. */
+        if (mask != 0 || handle < 1 || handle >= _NSIG || handle == SIGKILL || handle == SIGSTOP ||
+            (handle >= 32 && handle < (uintptr_t)SIGRTMIN)) {
             return fail(EINVAL);
         }
         break;

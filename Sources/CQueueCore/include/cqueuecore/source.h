@@ -90,7 +90,7 @@ CQ_EXPORT cq_source_type_t cq_source_type(cq_source_kind_t kind);
  *   queue is misuse, and aborts like every call given a wrong object):
  *     EINVAL  unknown type, a mask bit the type does not know, a non-zero handle or mask where
  *             the type takes none, a signal number out of range or not catchable (SIGKILL,
- *             SIGSTOP)
+ *             SIGSTOP, and 32 up to SIGRTMIN, which the C library keeps for itself)
  *     EBADF   READ/WRITE/VNODE: the descriptor is not open
  *     ESRCH   PROC: no such process
  *     ENOMEM, EMFILE, ...  the kernel refused a resource (errno as it reported)
