@@ -409,6 +409,8 @@ static void firer_run(void *unused)
         }
         uint32_t word = cq__load(&A.firer_word, relaxed);
         if (!publish_look(LOOK_FIRER, w)) {
+            /* Not asleep after all: a published look tells the reactor we are (below). */
+            cq__store(&A.look[LOOK_FIRER], INT64_MIN, relaxed);
             continue;
         }
         pthread_mutex_unlock(&A.lock);
@@ -418,12 +420,18 @@ static void firer_run(void *unused)
     }
 }
 
+_Atomic uint32_t *cq__after_firer_word(void)
+{
+    return &A.firer_word;
+}
+
 /* ---- the reactor's part ------------------------------------------------------------------ */
 
 /*
  * Called by the reactor thread on every turn. Fires due wall-clock windows; starts a firer
- * before the next monotonic window if there is none; fires monotonic windows a stuck firer
- * left FIRER_GRACE_NS late. Sets when the reactor must look again, per clock.
+ * before the next monotonic window if there is none; fires monotonic windows a stuck or
+ * oversleeping firer left FIRER_GRACE_NS late. Sets when the reactor must look again, per
+ * clock.
  */
 void cq__after_run(int64_t *mono_next, int64_t *wall_next)
 {
@@ -448,8 +456,15 @@ void cq__after_run(int64_t *mono_next, int64_t *wall_next)
             A.firer = FIRER_POSTED;
             cq__store(&A.look[LOOK_REACTOR_MONO], INT64_MIN, relaxed); /* the firer's now */
             post = true;
-        } else if (A.firer == FIRER_POSTED) {
-            /* Stuck behind other work: fire what is that late, here. */
+        } else if (A.firer == FIRER_POSTED ||
+                   (A.firer == FIRER_RUNNING &&
+                    cq__load(&A.look[LOOK_FIRER], relaxed) != INT64_MIN)) {
+            /* Stuck behind other work, or asleep (its look published) past its window: fire
+             * what is that late, here. A firer's thread woken on time can wait for a CPU
+             * for a whole slice of each thread of its priority in front of it: high timers
+             * came 100-700 ms late (1 run in 25) beside busy CPUs, low-priority tasks filling
+             * the pool, and the reactor, woken on time, left them to the firer. An awake
+             * firer (no look) is pushing its windows: the reactor leaves those to it. */
             while (wm <= now - FIRER_GRACE_NS) {
                 *late_tail = cq__after_cut(&A.heap[MONO], wm);
                 while (*late_tail) {
@@ -462,8 +477,8 @@ void cq__after_run(int64_t *mono_next, int64_t *wall_next)
              (A.firer == FIRER_NONE && !publish_look(LOOK_REACTOR_MONO, wm)));
     *wall_next = ww;
     /* With a firer: look again when its next window is FIRER_GRACE_NS late, but not before
-     * FIRER_GRACE_NS from now (a window already late and a firer running, not stuck on a
-     * run queue: nothing to do here, and spinning would take its CPU). */
+     * FIRER_GRACE_NS from now (a window already late and a firer awake, pushing: nothing to
+     * do here, and spinning would take its CPU). */
     int64_t now = clock_now(MONO);
     *mono_next = wm == INT64_MAX         ? INT64_MAX
                  : A.firer == FIRER_NONE ? wm - FIRER_LEAD_NS

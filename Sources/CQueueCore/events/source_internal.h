@@ -146,6 +146,8 @@ CQ_INTERNAL void cq__timer_free(struct cq__timer *t); /* any thread, on dispose 
  * firer before a monotonic window, fires what a stuck firer left late; sets when to look
  * again per clock (INT64_MAX: never). Fork hooks, called by timer.c's. */
 CQ_INTERNAL void cq__after_run(int64_t *mono_next, int64_t *wall_next);
+/* The word the firer sleeps on (cq__futex_wait), for tests that make its thread oversleep. */
+CQ_INTERNAL _Atomic uint32_t *cq__after_firer_word(void);
 CQ_INTERNAL void cq__after_fork_prepare(void);
 CQ_INTERNAL void cq__after_fork_parent(void);
 CQ_INTERNAL void cq__after_fork_child(void);
