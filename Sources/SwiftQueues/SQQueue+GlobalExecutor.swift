@@ -42,7 +42,10 @@ extension SQQueue {
     /// own first (nothing is changed then).
     ///
     /// Thread-safe. The hooks are runtime internals (stable since Swift 5.9, present in this
-    /// toolchain, 6.3), not API: see <doc:SwiftConcurrency> for what was measured.
+    /// toolchain, 6.3), not API; it also replaces the standard library's default executor
+    /// object (`Task.defaultExecutor`, through the executor factory, still SPI here), which
+    /// `Task.yield()` and `Task.sleep` use without the hooks since Swift 6.2. See
+    /// <doc:SwiftConcurrency> for what was measured.
     @discardableResult
     public static func tryInstallAsGlobalConcurrentExecutor() -> Bool {
         sqGlobalExecutorLock.withLock { _ in
@@ -77,6 +80,9 @@ extension SQQueue {
             deadline.storeBytes(of: deadlineHook, as: SQDeadlineHook.self)
             delay.storeBytes(of: delayHook, as: SQDelayHook.self)
             enqueue.storeBytes(of: enqueueHook, as: SQEnqueueHook.self)
+            // And the default executor object, which Task.yield and Task.sleep use directly
+            // (SQQueue+DefaultExecutor.swift).
+            sqInstallPoolAsDefaultExecutor()
             sqGlobalExecutorInstalled.store(true, ordering: .releasing)
             return true
         }
@@ -101,7 +107,7 @@ private func sqGlobalHandle(for job: UnownedJob) -> OpaquePointer {
     return queue.handle
 }
 
-private func sqEnqueueGlobal(_ job: UnownedJob, afterNanoseconds delay: Int64) {
+internal func sqEnqueueGlobal(_ job: UnownedJob, afterNanoseconds delay: Int64) {
     let handle = sqGlobalHandle(for: job)
     if delay <= 0 {
         cq_async_f(handle, sqJobContext(job), sqRunDefaultExecutorJob)

@@ -40,7 +40,7 @@ import Musl
             guard SQQueue.tryInstallAsGlobalConcurrentExecutor() else {
                 exit(2)
             }
-            // Task.sleep goes through the runtime's delayed-enqueue hooks (both clocks).
+            // Task.sleep's wake-up is scheduled on the pool (both clocks).
             let continuous = await Task.detached { () -> Bool in
                 try? await Task.sleep(for: .milliseconds(2))
                 return onOurPool()
@@ -55,6 +55,38 @@ import Musl
                 currentThreadName()
             }.value
             exit(continuous && suspending && background.hasPrefix("cq-bg") ? 0 : 1)
+        }
+    }
+
+    /// Since Swift 6.2, `Task.yield()` and `Task.sleep` enqueue onto the standard library's
+    /// default executor object, not through the runtime's hooks: with only the hooks taken
+    /// over, each yield and each sleep's wake-up was a job on libdispatch's threads (which
+    /// then handed the task back to the pool). The pool's own counters see them now: a timer
+    /// fire per sleep (none before), and a job per yield besides the task's resumption.
+    @Test func testYieldAndSleepJobsRunOnThePool() async {
+        await #expect(processExitsWith: .success) {
+            guard SQQueue.tryInstallAsGlobalConcurrentExecutor() else {
+                exit(2)
+            }
+            let sleeps = 20
+            let yields = 2_000
+            let firesBefore = SQRuntime.counters.timerFires
+            await Task.detached {
+                for _ in 0..<sleeps {
+                    try? await Task.sleep(for: .microseconds(200))
+                }
+            }.value
+            let fires = SQRuntime.counters.timerFires - firesBefore
+            let tasksBefore = SQRuntime.counters.tasksRun
+            await Task.detached {
+                for _ in 0..<yields {
+                    await Task.yield()
+                }
+            }.value
+            let tasks = SQRuntime.counters.tasksRun - tasksBefore
+            // Two jobs a yield (the yield's, then the task's), one with libdispatch doing the
+            // yield's: 4,000-4,003 against 2,000-2,00x here.
+            exit(fires >= UInt64(sleeps) && tasks >= UInt64(yields * 3 / 2) ? 0 : 1)
         }
     }
 }
