@@ -331,28 +331,47 @@ static void after_record(void *ctx)
     cq_semaphore_signal(after_done);
 }
 
-static void test_after_ordering(void)
+/* Timers onto one serial queue run in deadline order, and in submission order among equal
+ * deadlines. Only if every timer was submitted before the first deadline: one submitted after
+ * its deadline is queued at once (an async, as in libdispatch), ahead of earlier timers still
+ * due. A submitting thread preempted for 10 ms (beside eight CPU hogs) made this test fail
+ * about 1 run in 15, so a round whose submission reached the first deadline is run again. */
+static bool after_ordering_round(cq_queue_t q)
 {
-    after_done = cq_semaphore_create(0);
-    cq_queue_t q = cq_queue_create("after", NULL);
-    cq_time_t when = cq_time(CQ_TIME_NOW, 10 * 1000000ll);
+    after_len = 0;
+    int64_t lead = 10 * 1000000ll;
+    uint64_t t0 = cq_test_now_ns();
+    cq_time_t when = cq_time(CQ_TIME_NOW, lead);
     for (intptr_t i = 0; i < 100; i++) { /* same time: submission order */
         cq_after_f(when, q, (void *)i, after_record);
     }
     for (intptr_t i = 0; i < 50; i++) { /* later times, submitted latest first */
         cq_after_f(cq_time(when, (50 - i) * 100000ll), q, (void *)(200 - i), after_record);
     }
-    uint64_t t0 = cq_test_now_ns();
+    bool in_time = cq_test_now_ns() - t0 < (uint64_t)lead / 2;
     for (int i = 0; i < 150; i++) {
         WAIT_SEMA(after_done);
     }
-    (void)t0;
     CHECK_EQ(after_len, 150);
+    if (!in_time) {
+        return false;
+    }
     for (int i = 0; i < 100; i++) {
         CHECK_EQ(after_log[i], i);
     }
     for (int i = 0; i < 50; i++) {
         CHECK_EQ(after_log[100 + i], 151 + i);
+    }
+    return true;
+}
+
+static void test_after_ordering(void)
+{
+    after_done = cq_semaphore_create(0);
+    cq_queue_t q = cq_queue_create("after", NULL);
+    int rounds = 0;
+    while (!after_ordering_round(q)) {
+        REQUIRE(++rounds < 50); /* 50 submissions of 150 calls, each over 5 ms: not slowness */
     }
     cq_after_f(CQ_TIME_NOW, q, (void *)7, after_record); /* now: at once */
     WAIT_SEMA(after_done);
