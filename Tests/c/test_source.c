@@ -661,7 +661,10 @@ static void test_write_pipe(void)
     }
     long calls = atomic_load(&p->calls);
     let_time_pass(20 * 1000000ll);
-    CHECK_EQ(atomic_load(&p->calls), calls);    /* full: it does not fire */
+    /* Full: it does not fire (while writable it fired thousands of times before the
+     * suspension). One straggler is allowed: a call queued before the pipe filled and run
+     * after the first 20 ms (beside eight CPU hogs, 1 run in 40). */
+    CHECK(atomic_load(&p->calls) <= calls + 1);
     while (read(fds[0], buf, sizeof buf) > 0) { /* drain it: now it fires, with room */
     }
     WAIT_SEMA(p->fired);
