@@ -552,6 +552,11 @@ static void wait_registered(struct cq_source_s *s)
 static void source_resume(struct cq__object *o)
 {
     struct cq_source_s *s = source_check((struct cq_source_s *)o, "cq_resume");
+    /* Ours until we return, as in cq_source_cancel and cq_source_merge_data: once the state
+     * says activated (or once a merge is in pending), the handler item can run, cancel the
+     * source and give up the program's last reference from its cancel handler (a one-shot
+     * source that cleans up after itself), before our source_wake below reads the state. */
+    cq__ref_retain(&s->obj);
     uint32_t st = cq__load(&s->state, relaxed), n;
     for (;;) {
         if (!(st & CQ__SS_SUSPEND_MASK)) {
@@ -588,6 +593,7 @@ static void source_resume(struct cq__object *o)
         cq__reactor_command(s, CQ__CMD_RESUMED); /* a parked timer counts what it missed */
     }
     source_wake(s);
+    cq__ref_release(&s->obj);
 }
 
 void cq__source_registered(struct cq_source_s *s)
@@ -626,7 +632,10 @@ static void source_cancel(struct cq_source_s *s);
 
 void cq_source_cancel(cq_source_t src)
 {
-    source_cancel(source_check(src, "cq_source_cancel"));
+    struct cq_source_s *s = source_check(src, "cq_source_cancel");
+    cq__ref_retain(&s->obj); /* ours until we return: see source_resume */
+    source_cancel(s);
+    cq__ref_release(&s->obj);
 }
 
 static void source_cancel(struct cq_source_s *s)
@@ -702,7 +711,9 @@ void cq_source_merge_data(cq_source_t src, uintptr_t value)
         cq__crash("cq_source_merge_data: source %p is a %s source, not a data source", (void *)s,
                   s->type->name);
     }
+    cq__ref_retain(&s->obj); /* ours until we return: see source_resume */
     cq__source_event(s, value, false);
+    cq__ref_release(&s->obj);
 }
 
 struct old_target {
