@@ -1,8 +1,8 @@
 /*
  * Dispatch I/O on pipes and sockets (the reactor engine): streaming, water marks, intervals,
  * close with stop, short writes against a small pipe (EAGAIN), one-shots, and the errors (a bad
- * or closed descriptor, a missing path). Every wait is on a semaphore with the harness's
- * patience; nothing depends on timing.
+ * or closed descriptor, a directory, a missing path). Every wait is on a semaphore with the
+ * harness's patience; nothing depends on timing.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -607,6 +607,44 @@ static void test_bad_descriptors(void)
     cq_release(q);
 }
 
+/* A channel on a directory, made on its descriptor or its path, with a read or without: the
+ * read and the cleanup handler get EISDIR, as in libdispatch (the cleanup handler got 0), and
+ * the descriptor is still reported (as libdispatch's). */
+static void test_directory_channels(void)
+{
+    cq_queue_t q = serial();
+    int dfd = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    REQUIRE(dfd >= 0);
+    for (int i = 0; i < 4; i++) { /* descriptor, path; each with a read, then without */
+        struct cleanup_rec cr = {cq_semaphore_create(0), -1, 0};
+        cq_io_t ch = i < 2 ? cq_io_create_f(CQ_IO_STREAM, dfd, q, &cr, cleanup_handler)
+                           : cq_io_create_with_path_f(CQ_IO_STREAM, "/tmp", O_RDONLY, 0, q, &cr,
+                                                      cleanup_handler);
+        REQUIRE(ch != NULL);
+        if (i == 0) {
+            CHECK_EQ(cq_io_get_descriptor(ch), dfd);
+        }
+        struct coll c;
+        coll_init(&c);
+        if (i % 2 == 0) {
+            cq_io_read_f(ch, 0, 10, q, &c, coll_handler);
+            WAIT_SEMA(c.done_sema);
+            CHECK_EQ(c.error, EISDIR);
+        }
+        cq_io_close(ch, 0);
+        cq_release(ch);
+        WAIT_SEMA(cr.sema);
+        CHECK_EQ(cr.error, EISDIR);
+        CHECK_EQ(cr.calls, 1);
+        coll_free(&c);
+        cq_release(cr.sema);
+    }
+    int fl = fcntl(dfd, F_GETFL);
+    CHECK(fl >= 0 && (fl & O_NONBLOCK) == 0); /* its flags left as they were */
+    close(dfd);
+    cq_release(q);
+}
+
 struct oneshot_rec {
     cq_semaphore_t sema;
     cq_data_t data;
@@ -856,6 +894,7 @@ int main(void)
     RUN(test_short_writes_small_pipe);
     RUN(test_write_to_closed_pipe);
     RUN(test_bad_descriptors);
+    RUN(test_directory_channels);
     RUN(test_oneshots);
     RUN(test_channels_leave_descriptors);
     RUN(test_idle_stream_reads_hold_no_buffers);

@@ -436,6 +436,64 @@ static void test_stream_position_and_with_io(void)
     unlink(path);
 }
 
+/* A channel made from a stream channel that has read starts where it stands now, as in
+ * libdispatch: a random one counts its offsets from there (it counted from where the stream
+ * channel started), a stream one reads on from there. */
+static void test_with_io_from_stream_position(void)
+{
+    char *path = tmp_path("withpos");
+    int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0600);
+    REQUIRE(fd >= 0);
+    const char *text = "0123456789abcdefghijklmnopqrstuvwxyz";
+    REQUIRE(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+    REQUIRE(lseek(fd, 10, SEEK_SET) == 10);
+    cq_queue_t q = cq_queue_create("test.io.file", NULL);
+    struct cleanup_rec cr1 = {cq_semaphore_create(0), -1, 0}, cr2 = {cq_semaphore_create(0), -1, 0};
+    struct cleanup_rec cr3 = {cq_semaphore_create(0), -1, 0};
+    cq_io_t st = cq_io_create_f(CQ_IO_STREAM, fd, q, &cr1, cleanup_handler);
+    struct coll a, b, c, d;
+    coll_init(&a, true);
+    cq_io_read_f(st, 0, 3, q, &a, coll_handler);
+    wait_done(&a);
+    CHECK(data_equals(a.all, "abc")); /* the stream channel now stands at 13 */
+    cq_io_t ra = cq_io_create_with_io_f(CQ_IO_RANDOM, st, q, &cr2, cleanup_handler);
+    cq_io_t st2 = cq_io_create_with_io_f(CQ_IO_STREAM, st, q, &cr3, cleanup_handler);
+    REQUIRE(ra != NULL && st2 != NULL);
+    coll_init(&b, true);
+    coll_init(&c, true);
+    coll_init(&d, true);
+    cq_io_read_f(ra, 0, 3, q, &b, coll_handler);  /* bytes 13..15 */
+    cq_io_read_f(ra, -3, 3, q, &c, coll_handler); /* back from 13: bytes 10..12 */
+    cq_io_read_f(st2, 0, 3, q, &d, coll_handler); /* bytes 13..15 */
+    wait_done(&b);
+    wait_done(&c);
+    wait_done(&d);
+    CHECK(data_equals(b.all, "def"));
+    CHECK(data_equals(c.all, "abc"));
+    CHECK(data_equals(d.all, "def"));
+    CHECK_EQ(a.error + b.error + c.error + d.error, 0);
+    cq_io_close(ra, 0);
+    cq_release(ra);
+    cq_io_close(st2, 0);
+    cq_release(st2);
+    cq_io_close(st, 0);
+    cq_release(st);
+    WAIT_SEMA(cr2.sema);
+    WAIT_SEMA(cr3.sema);
+    WAIT_SEMA(cr1.sema);
+    CHECK_EQ(cr1.error + cr2.error + cr3.error, 0);
+    close(fd);
+    coll_free(&a);
+    coll_free(&b);
+    coll_free(&c);
+    coll_free(&d);
+    cq_release(cr1.sema);
+    cq_release(cr2.sema);
+    cq_release(cr3.sema);
+    cq_release(q);
+    unlink(path);
+}
+
 /* A path channel opens lazily, with its flags and mode; a missing file fails with ENOENT. */
 static void test_path_channel(void)
 {
@@ -1042,6 +1100,7 @@ int main(void)
     RUN(test_barrier_orders_writes_and_reads);
     RUN(test_close_stop_file);
     RUN(test_stream_position_and_with_io);
+    RUN(test_with_io_from_stream_position);
     RUN(test_path_channel);
     RUN(test_write_beside_blocked_opens);
     RUN(test_file_water_marks);

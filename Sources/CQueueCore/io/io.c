@@ -197,6 +197,12 @@ static void ch_set_fd(struct cq_io_s *ch, int fd)
         ch->fd = -1;
         return;
     }
+    if (S_ISDIR(st.st_mode)) {
+        /* as libdispatch: operations and the cleanup handler get EISDIR (the descriptor is
+         * kept, closed at cleanup if ours, and its flags left alone) */
+        ch->err = EISDIR;
+        return;
+    }
     ch->is_file = S_ISREG(st.st_mode) || S_ISBLK(st.st_mode);
     ch->is_sock = S_ISSOCK(st.st_mode);
     off_t at = lseek(fd, 0, SEEK_CUR);
@@ -376,10 +382,9 @@ cq_io_t cq_io_create_with_io_f(cq_io_type_t type, cq_io_t io, cq_queue_t queue, 
     ch->fd = p->fd;
     ch->is_file = p->is_file;
     ch->is_sock = p->is_sock;
-    /* Random offsets count from the parent's start; a stream goes on where a stream parent
-     * stands now (as libdispatch: bytes it wrote are not overwritten) */
-    ch->base = p->base;
-    ch->pos = ch->type == CQ_IO_STREAM && p->type == CQ_IO_STREAM ? p->pos : p->base;
+    /* Both types start where a stream parent stands now (as libdispatch: bytes it wrote are
+     * not overwritten, and random offsets count from there), or at a random parent's start */
+    ch->base = ch->pos = p->type == CQ_IO_STREAM ? p->pos : p->base;
     if (ch->type == CQ_IO_RANDOM && !ch->is_file && ch->err == 0) {
         ch->err = ESPIPE;
     }
@@ -637,6 +642,8 @@ static void ch_maybe_cleanup(struct cq_io_s *ch)
         struct stat st;
         if (stat(ch->path, &st) != 0) {
             ch->err = errno;
+        } else if (S_ISDIR(st.st_mode)) {
+            ch->err = EISDIR; /* as ch_set_fd */
         }
     }
     if (ch->fd >= 0 && ch->parent == NULL) {
@@ -915,7 +922,9 @@ cq_fd_t cq_io_get_descriptor(cq_io_t channel)
 {
     struct cq_io_s *ch = io_check(channel, "cq_io_get_descriptor");
     pthread_mutex_lock(&ch->lock);
-    int fd = ch->ready && !ch->cleaned && ch->err == 0 ? (ch->dup_fd ? ch->user_fd : ch->fd) : -1;
+    /* a directory's channel still has its descriptor (as libdispatch's) */
+    bool usable = ch->err == 0 || (ch->err == EISDIR && ch->fd >= 0);
+    int fd = ch->ready && !ch->cleaned && usable ? (ch->dup_fd ? ch->user_fd : ch->fd) : -1;
     pthread_mutex_unlock(&ch->lock);
     return fd;
 }
