@@ -1,9 +1,10 @@
 import CQueueCore
 
 extension SQData {
-    /// One contiguous region of an ``SQData``: a `RandomAccessCollection` of its bytes (indexed
-    /// from 0) whose ``withUnsafeBytes(_:)`` lends them in place. Holds the region's bytes alive
-    /// (no copy).
+    /// One contiguous region of an ``SQData``: a `RandomAccessCollection` of its bytes, indexed
+    /// by their offsets in the whole data (as Foundation's: the second of two 6-byte regions
+    /// runs from index 6 to 12), whose ``withUnsafeBytes(_:)`` lends them in place. Holds the
+    /// region's bytes alive (no copy).
     ///
     /// Foundation on Linux: `DispatchData.Region`, the element of `DispatchData.regions`.
     public struct Region: RandomAccessCollection, @unchecked Sendable {
@@ -17,34 +18,37 @@ extension SQData {
         /// The region's bytes, `count` of them, inside `owner`'s.
         private let base: UnsafeRawPointer?
         private let size: Int
+        /// Where the region starts in `owner`: its first index.
+        private let offset: Int
 
         // safety (@unchecked Sendable): `base` points into `owner`'s bytes, which are immutable
         // and live as long as `owner`, which the region holds.
-        fileprivate init(owner: SQData, base: UnsafeRawPointer?, size: Int) {
+        fileprivate init(owner: SQData, base: UnsafeRawPointer?, size: Int, offset: Int) {
             self.owner = owner
             self.base = base
             self.size = size
+            self.offset = offset
         }
 
-        /// 0.
-        public var startIndex: Int { 0 }
+        /// The region's offset in the data it came from.
+        public var startIndex: Int { offset }
 
-        /// The number of bytes.
-        public var endIndex: Int { size }
+        /// `startIndex` plus the number of bytes.
+        public var endIndex: Int { offset + size }
 
-        public var indices: Range<Int> { 0..<size }
+        public var indices: Range<Int> { offset..<offset + size }
 
         public func index(before i: Int) -> Int { i - 1 }
 
         public func index(after i: Int) -> Int { i + 1 }
 
-        /// The byte at `index` (`0..<count`; another index stops the process).
+        /// The byte at `index` (`startIndex..<endIndex`; another index stops the process).
         public subscript(index: Int) -> UInt8 {
             sqRequire(
-                index >= 0 && index < size,
-                "SQData.Region: index \(index) out of range 0..<\(size)")
+                index >= offset && index - offset < size,
+                "SQData.Region: index \(index) out of range \(offset)..<\(offset + size)")
             return withExtendedLifetime(owner) {
-                base.unsafelyUnwrapped.load(fromByteOffset: index, as: UInt8.self)
+                base.unsafelyUnwrapped.load(fromByteOffset: index - offset, as: UInt8.self)
             }
         }
 
@@ -76,8 +80,9 @@ extension SQData {
         withExtendedLifetime(self) {
             for i in 0..<count {
                 var size = 0
-                let bytes = cq_data_get_region(handle, i, &size, nil)
-                regions.append(Region(owner: self, base: bytes, size: size))
+                var start = 0
+                let bytes = cq_data_get_region(handle, i, &size, &start)
+                regions.append(Region(owner: self, base: bytes, size: size, offset: start))
             }
         }
         return regions

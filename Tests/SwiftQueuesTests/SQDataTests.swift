@@ -119,7 +119,17 @@ import Testing
         #expect(ours.map(\.count) == [3, 7, 5])
         #expect(ours == theirs)
         #expect(d.regions.map { Array($0) } == ours)
-        #expect(d.regions[1][2] == Array(r)[3 + 2])
+        // Indexed by offset in the whole data, as Foundation's (they were indexed from 0: a
+        // search region by region gave offsets local to each region).
+        #expect(d.regions.map(\.startIndex) == [0, 3, 10])
+        #expect(d.regions.map(\.startIndex) == r.regions.map(\.startIndex))
+        #expect(d.regions.map(\.endIndex) == r.regions.map(\.endIndex))
+        #expect(d.regions[1][3 + 2] == Array(r)[3 + 2])
+        #expect(d.regions[2].firstIndex(of: Array(r)[12]) == r.regions[2].firstIndex(of: Array(r)[12]))
+        let middle = d.subdata(in: 2..<12)
+        let theirMiddle = r.subdata(in: 2..<12)
+        #expect(middle.regions.map(\.startIndex) == theirMiddle.regions.map(\.startIndex))
+        #expect(middle.regions.map { Array($0) } == theirMiddle.regions.map { Array($0) })
     }
 
     /// A region keeps its bytes alive after the data it came from is gone (it holds that data,
@@ -245,6 +255,28 @@ import Testing
         let w = wide.withUnsafeMutableBufferPointer { d.copyBytes(to: $0) }
         let rw = rwide.withUnsafeMutableBufferPointer { r.copyBytes(to: $0) }
         #expect(w == 20 && w == rw && wide == rwide)
+    }
+
+    /// A count or range past the end of the data copies the bytes there are and leaves the
+    /// rest of the buffer alone, as DispatchData does: `copyBytes(to: buffer, count:
+    /// buffer.count)` with a larger buffer is a common idiom (it stopped the process).
+    @Test func testCopyBytesPastTheEnd() {
+        let d = sq(bytes(5, seed: 1))
+        let r = dd(bytes(5, seed: 1))
+        var out = [UInt8](repeating: 0xEE, count: 8)
+        var rout = out
+        out.withUnsafeMutableBytes { d.copyBytes(to: $0, count: 8) }
+        rout.withUnsafeMutableBytes { r.copyBytes(to: $0, count: 8) }
+        #expect(out == rout)
+        #expect(out == bytes(5, seed: 1) + [0xEE, 0xEE, 0xEE])
+        out = [UInt8](repeating: 0xEE, count: 8)
+        rout = out
+        out.withUnsafeMutableBytes { d.copyBytes(to: $0, from: 2..<8) }
+        rout.withUnsafeMutableBytes { r.copyBytes(to: $0, from: 2..<8) }
+        #expect(out == rout)
+        out.withUnsafeMutableBytes { d.copyBytes(to: $0, from: 6..<8) }  // wholly past the end
+        rout.withUnsafeMutableBytes { r.copyBytes(to: $0, from: 6..<8) }
+        #expect(out == rout)
     }
 
     @Test func testSubdataPastTheEndIsCut() {
