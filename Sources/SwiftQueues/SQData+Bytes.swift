@@ -51,25 +51,30 @@ extension SQData {
         }
     }
 
-    /// Copies the first `count` bytes to `pointer`, which must have room for them (`count` must
-    /// not exceed the data's). Dispatch: `DispatchData.copyBytes(to:count:)`.
+    /// Copies the first `count` bytes to `pointer`, which must have room for `count` bytes; a
+    /// `count` beyond the data's copies the bytes there are, as Dispatch does (the rest of
+    /// `pointer` is left as it was). Dispatch: `DispatchData.copyBytes(to:count:)`.
     public func copyBytes(to pointer: UnsafeMutableRawBufferPointer, count: Int) {
         copyBytes(to: pointer, from: 0..<count)
     }
 
-    /// Copies the bytes in `range` to `pointer`, which must have room for them.
+    /// Copies the bytes in `range` to `pointer`, which must have room for `range.count` bytes;
+    /// the part of `range` past the end of the data is not copied, as in Dispatch (that part
+    /// of `pointer` is left as it was: `copyBytes(to: buffer, count: buffer.count)` with a
+    /// larger buffer is a common idiom). A range starting below 0 stops the process.
     /// Dispatch: `DispatchData.copyBytes(to:from:)`.
     public func copyBytes(to pointer: UnsafeMutableRawBufferPointer, from range: Range<Int>) {
         sqRequire(
-            range.lowerBound >= 0 && range.upperBound <= count,
-            "SQData.copyBytes: the range \(range) is outside 0..<\(count)")
+            range.lowerBound >= 0,
+            "SQData.copyBytes: the range \(range) starts before the data's 0..<\(count)")
         sqRequire(
             range.count <= pointer.count,
             "SQData.copyBytes: \(range.count) bytes do not fit in \(pointer.count)")
-        guard !range.isEmpty, let base = pointer.baseAddress else {
+        let end = Swift.min(range.upperBound, count)
+        guard range.lowerBound < end, let base = pointer.baseAddress else {
             return
         }
-        _ = cq_data_copy_bytes(storage.handle, range.lowerBound, base, range.count)
+        _ = cq_data_copy_bytes(storage.handle, range.lowerBound, base, end - range.lowerBound)
     }
 
     /// Copies the first `count` bytes. Dispatch: `DispatchData.copyBytes(to:count:)` (deprecated
