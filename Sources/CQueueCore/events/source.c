@@ -711,9 +711,15 @@ void cq_source_merge_data(cq_source_t src, uintptr_t value)
         cq__crash("cq_source_merge_data: source %p is a %s source, not a data source", (void *)s,
                   s->type->name);
     }
-    cq__ref_retain(&s->obj); /* ours until we return: see source_resume */
+    /* As cq_resume and cq_source_cancel, the merge must not read a source that a handler
+     * freed meanwhile (see source_resume), but a reference of its own would be two
+     * read-modify-writes on the object's header line, which every call reads: merges from four
+     * threads took 20-37 ns each with it, 8-16 without. The memory is freed a grace period
+     * after disposal instead (source_dispose), and a disposed source never wants a run
+     * (CANCEL_DONE, or never activated): source_wake only reads its state. */
+    cq__rcu_read_lock();
     cq__source_event(s, value, false);
-    cq__ref_release(&s->obj);
+    cq__rcu_read_unlock();
 }
 
 struct old_target {
@@ -766,6 +772,12 @@ static void source_xref_dispose(struct cq__object *o)
     }
 }
 
+static void source_free(struct rcu_head *head)
+{
+    cq__rcu_reclaim_begin(head);
+    free((struct cq_source_s *)((char *)head - offsetof(struct cq_source_s, rcu)));
+}
+
 static void source_dispose(struct cq__object *o)
 {
     struct cq_source_s *s = (struct cq_source_s *)o;
@@ -788,8 +800,8 @@ static void source_dispose(struct cq__object *o)
         cq__timer_free(s->timer);
     }
     o->cls = NULL;
-    free(s);
-    if (fin && ctx) { /* as libdispatch: no context, no finalizer */
+    cq__rcu_defer(&s->rcu, source_free); /* a merge may still read it: cq_source_merge_data */
+    if (fin && ctx) {                    /* as libdispatch: no context, no finalizer */
         cq_async_f(q, ctx, fin);
     }
     cq__ref_release(&q->obj);

@@ -93,6 +93,8 @@ struct cq_source_s {
     struct cq__item cmd_item;
     _Atomic uint32_t cmds;
     struct cq_source_s *reg_prev, *reg_next; /* live-source list (introspect.c), its lock */
+    struct rcu_head rcu; /* its memory is freed a grace period after it is disposed: see
+                            cq_source_merge_data */
 };
 
 enum { CQ__HANDLER_EVENT = 0, CQ__HANDLER_CANCEL = 1, CQ__HANDLER_REGISTRATION = 2 };
