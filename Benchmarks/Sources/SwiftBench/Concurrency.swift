@@ -2,6 +2,7 @@
 // queues on Linux): the second column of these rows is the default executor, not the Dispatch
 // overlay (Workload.other names it).
 
+@_spi(ExperimentalCustomExecutors) import _Concurrency
 import Dispatch
 import Foundation
 import SwiftQueues
@@ -261,13 +262,18 @@ func queueRunWorkload() -> Workload {
     })
 }
 
-/// The global-executor take-over: the runtime's enqueue hooks, saved once installed, swapped
-/// out for the default side and back in for ours (a benchmark-only trick: the library's call
-/// cannot be undone).
+/// The global-executor take-over, swapped out for the default side and back in for ours (a
+/// benchmark-only trick: the library's call cannot be undone). It is two things: the runtime's
+/// enqueue hooks, saved once installed, and the standard library's default executor object
+/// (`Task.defaultExecutor`, which the install replaces too: without swapping it back, the
+/// "default" side ran on our pool as well and the row compared ours with ours).
 final class GlobalHooks: @unchecked Sendable {
     static let shared = GlobalHooks()
     private let slots: [UnsafeMutableRawPointer]
     private var installed: [UnsafeRawPointer?] = []
+    /// The default executor object before the install, and ours after it.
+    private let originalDefault: any TaskExecutor
+    private var oursDefault: (any TaskExecutor)?
 
     private init() {
         let names: [String] = [
@@ -275,6 +281,8 @@ final class GlobalHooks: @unchecked Sendable {
             "swift_task_enqueueGlobalWithDeadline_hook",
         ]
         slots = names.map { name in dlsym(nil, name)! }
+        originalDefault = Task.defaultExecutor
+        SwappedExecutors.main = MainActor.executor
     }
 
     /// Installs ours (the first time through the library) and returns whether it worked.
@@ -282,14 +290,27 @@ final class GlobalHooks: @unchecked Sendable {
         if installed.isEmpty {
             guard SQQueue.tryInstallAsGlobalConcurrentExecutor() else { return false }
             installed = slots.map { $0.load(as: UnsafeRawPointer?.self) }
+            oursDefault = Task.defaultExecutor
         }
         for (slot, hook) in zip(slots, installed) { slot.storeBytes(of: hook, as: UnsafeRawPointer?.self) }
+        SwappedExecutors.chosen = oursDefault
+        _createExecutors(factory: SwappedExecutors.self)
         return true
     }
 
     func useDefault() {
         for slot in slots { slot.storeBytes(of: nil, as: UnsafeRawPointer?.self) }
+        SwappedExecutors.chosen = originalDefault
+        _createExecutors(factory: SwappedExecutors.self)
     }
+}
+
+/// The executors `GlobalHooks` hands the standard library (the main one never changes).
+enum SwappedExecutors: ExecutorFactory {
+    nonisolated(unsafe) static var main: (any MainExecutor)?
+    nonisolated(unsafe) static var chosen: (any TaskExecutor)?
+    static var mainExecutor: any MainExecutor { main! }
+    static var defaultExecutor: any TaskExecutor { chosen! }
 }
 
 func globalExecutorWorkload() -> Workload {
