@@ -240,16 +240,24 @@ static void test_round_trip(void)
     unlink(path);
 }
 
-/* Random-access offsets count from the position the channel was created at; a read past the
- * end delivers what there is, then EOF. */
-static void test_random_offsets(void)
+/* Creates `path` holding "0123456789abcdefghijklmnopqrstuvwxyz" and returns a descriptor for
+ * it at offset 10 ('a'). */
+static int alphabet_file(const char *path)
 {
-    char *path = tmp_path("rand");
     int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0600);
     REQUIRE(fd >= 0);
     const char *text = "0123456789abcdefghijklmnopqrstuvwxyz";
     REQUIRE(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
     REQUIRE(lseek(fd, 10, SEEK_SET) == 10);
+    return fd;
+}
+
+/* Random-access offsets count from the position the channel was created at; a read past the
+ * end delivers what there is, then EOF. */
+static void test_random_offsets(void)
+{
+    char *path = tmp_path("rand");
+    int fd = alphabet_file(path);
     cq_queue_t q = cq_queue_create("test.io.file", NULL);
     struct cleanup_rec cr = {cq_semaphore_create(0), -1, 0};
     cq_io_t ch = cq_io_create_f(CQ_IO_RANDOM, fd, q, &cr, cleanup_handler);
@@ -442,11 +450,7 @@ static void test_stream_position_and_with_io(void)
 static void test_with_io_from_stream_position(void)
 {
     char *path = tmp_path("withpos");
-    int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0600);
-    REQUIRE(fd >= 0);
-    const char *text = "0123456789abcdefghijklmnopqrstuvwxyz";
-    REQUIRE(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
-    REQUIRE(lseek(fd, 10, SEEK_SET) == 10);
+    int fd = alphabet_file(path);
     cq_queue_t q = cq_queue_create("test.io.file", NULL);
     struct cleanup_rec cr1 = {cq_semaphore_create(0), -1, 0}, cr2 = {cq_semaphore_create(0), -1, 0};
     struct cleanup_rec cr3 = {cq_semaphore_create(0), -1, 0};
