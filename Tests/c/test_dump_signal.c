@@ -84,6 +84,17 @@ static struct child spawn(const char *value, const char *mode)
     return (struct child){pid, out[0], err[0]};
 }
 
+/* Reads `fd` to its end (or until `buf` is full) into `buf`, as a string. */
+static void read_all(int fd, char *buf, size_t size)
+{
+    size_t len = 0;
+    ssize_t n;
+    while (len + 1 < size && (n = read(fd, buf + len, size - 1 - len)) > 0) {
+        len += (size_t)n;
+    }
+    buf[len] = '\0';
+}
+
 /* Kills (if still there) and reaps the child; returns its wait status. */
 static int finish(struct child c)
 {
@@ -138,12 +149,7 @@ static void expect_refused(const char *value, const char *message)
 {
     struct child c = spawn(value, "--quiet-child");
     char buf[4096];
-    size_t len = 0;
-    ssize_t n;
-    while (len + 1 < sizeof buf && (n = read(c.err, buf + len, sizeof buf - 1 - len)) > 0) {
-        len += (size_t)n;
-    }
-    buf[len] = '\0';
+    read_all(c.err, buf, sizeof buf);
     int status = finish(c);
     char line[256];
     snprintf(line, sizeof line, "CQueueCore: CQ_DUMP_SIGNAL=%s: %s", value, message);
@@ -345,12 +351,7 @@ static void test_dump_signal_fork(void)
 {
     struct child c = spawn("SIGUSR2", "--fork-child");
     char buf[65536];
-    size_t len = 0;
-    ssize_t n;
-    while (len + 1 < sizeof buf && (n = read(c.err, buf + len, sizeof buf - 1 - len)) > 0) {
-        len += (size_t)n;
-    }
-    buf[len] = '\0';
+    read_all(c.err, buf, sizeof buf);
     int status = 0;
     REQUIRE(waitpid(c.pid, &status, 0) == c.pid);
     close(c.out);
