@@ -138,15 +138,20 @@ extension SQOperation {
             }
             handOff.finishing?.pointee.finishingQueue = queue
         }
-        if let deliverer {
-            // Observers of `.finished` run where the completion block does, and waiting for
-            // the operation from them returns at once as from that block: the operation is
-            // finished, and the rest of its finish runs on this thread after them (waiting
-            // there stopped with a message about waiting from inside start(), or hung).
-            SQOperationContext.runCompletion({ deliverer.deliver() }, of: self)
-        }
-        if let completion {
-            SQOperationContext.runCompletion(completion, of: self)
+        if deliverer != nil || completion != nil {
+            SQOperationContext.runFinishing(self, of: queue, onStartPath: handOff.finishing != nil) {
+                if let deliverer {
+                    // Observers of `.finished` run where the completion block does, and
+                    // waiting for the operation from them returns at once as from that block:
+                    // the operation is finished, and the rest of its finish runs on this
+                    // thread after them (waiting there stopped with a message about waiting
+                    // from inside start(), or hung).
+                    SQOperationContext.runCompletion({ deliverer.deliver() }, of: self)
+                }
+                if let completion {
+                    SQOperationContext.runCompletion(completion, of: self)
+                }
+            }
         }
         completion = nil
         if !dependents.isEmpty {

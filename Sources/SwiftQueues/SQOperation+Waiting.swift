@@ -82,7 +82,9 @@ extension SQOperation {
             queue.maxConcurrentOperationCount == 1
         else { return }
         let waitsThere = state.withLock { state in
-            state.phase == .pending && !state.cancelled
+            // Cancelled or not: a cancelled operation of a queue finishes only when the
+            // queue starts it, in a slot like any other.
+            state.phase == .pending
                 && state.queue?.toOpaque() == Unmanaged.passUnretained(queue).toOpaque()
         }
         guard waitsThere else { return }

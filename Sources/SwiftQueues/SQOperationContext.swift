@@ -89,6 +89,28 @@ internal struct SQOperationContext {
         _ = pthread_setspecific(completionKey, previous)
     }
 
+    /// Runs `body` (the completion block and observers of `operation`, which is finishing on
+    /// this thread) where it names the operation's queue as the start path's finish does: an
+    /// operation that finishes on a thread other than its start path (an asynchronous one,
+    /// finished by its own code) gets a context of its own for the time of `body`, naming
+    /// `queue` (which still holds it). Without it, ``SQOperationQueue/current`` was nil in
+    /// such an operation's completion block, and waiting there for the queue, or for the next
+    /// operation of a width-1 queue, hung instead of stopping with a message.
+    static func runFinishing(
+        _ operation: SQOperation, of queue: Unmanaged<SQOperationQueue>?, onStartPath: Bool,
+        _ body: () -> Void
+    ) {
+        guard let queue, !onStartPath else {
+            body()
+            return
+        }
+        run(Unmanaged.passUnretained(operation)) { context in
+            context.pointee.finishingQueue = queue
+            body()
+            context.pointee.finishingQueue = nil
+        }
+    }
+
     /// The operation whose completion block the calling thread runs, if any (unowned: alive
     /// while its block runs).
     static func operationRunningCompletion() -> Unmanaged<SQOperation>? {

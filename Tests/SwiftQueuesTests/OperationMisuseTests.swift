@@ -301,6 +301,86 @@ final class SelfWaitingOperation: SQOperation, @unchecked Sendable {
                 + "inside <SQBlockOperation \"outer\">, which holds the only slot of"))
     }
 
+    /// The same with the operation waited for cancelled first: a cancelled operation of a
+    /// queue still waits for a slot to finish (ours hung with no message, as Foundation does).
+    @Test func testWaitingInsideAWidthOneQueueForACancelledOperationOfIt() async {
+        let result = await #expect(
+            processExitsWith: .failure, observing: [\.standardErrorContent]
+        ) {
+            let queue = SQOperationQueue()
+            queue.maxConcurrentOperationCount = 1
+            let done = SQSemaphore(value: 0)
+            let other = SQBlockOperation {}
+            other.name = "other"
+            let first = SQBlockOperation {
+                other.cancel()
+                other.waitUntilFinished()
+                done.signal()
+            }
+            first.name = "first"
+            // Both in the queue before `first` starts (FIFO: `first` takes the slot).
+            queue.isSuspended = true
+            queue.addOperations([first, other], waitUntilFinished: false)
+            queue.isSuspended = false
+            _ = done.wait(timeout: SQTime.now() + .seconds(60))
+        }
+        #expect(Self.message(result).contains(
+            "SQOperation.waitUntilFinished(): <SQBlockOperation \"other\"> is waited for from "
+                + "inside <SQBlockOperation \"first\">, which holds the only slot of"))
+    }
+
+    /// The completion block of an asynchronous operation (finished by its own code, on a
+    /// thread of its choosing) that waits for its queue: it hung with no message (the check
+    /// knew only completion blocks run by the queue's start path).
+    @Test func testAsynchronousCompletionBlockWaitingForItsQueue() async {
+        let result = await #expect(
+            processExitsWith: .failure, observing: [\.standardErrorContent]
+        ) {
+            let queue = SQOperationQueue()
+            let done = SQSemaphore(value: 0)
+            let release = SQSemaphore(value: 0)
+            release.signal()  // finishes at once (a semaphore must end at its initial value)
+            let operation = FinisherOperation(release: release)
+            operation.completionBlock = {
+                queue.waitUntilAllOperationsAreFinished()
+                done.signal()
+            }
+            queue.addOperation(operation)
+            _ = done.wait(timeout: SQTime.now() + .seconds(60))
+        }
+        #expect(Self.message(result).contains(
+            "SQOperationQueue.waitUntilAllOperationsAreFinished(): called from the completion "
+                + "block of an operation of"))
+    }
+
+    /// And one that waits for the next operation of its width-1 queue, which waits for the
+    /// slot the finishing operation holds until its completion block returns.
+    @Test func testAsynchronousCompletionBlockWaitingForTheNextOperation() async {
+        let result = await #expect(
+            processExitsWith: .failure, observing: [\.standardErrorContent]
+        ) {
+            let queue = SQOperationQueue()
+            queue.maxConcurrentOperationCount = 1
+            let done = SQSemaphore(value: 0)
+            let release = SQSemaphore(value: 0)
+            release.signal()  // finishes at once (a semaphore must end at its initial value)
+            let operation = FinisherOperation(release: release)
+            let next = SQBlockOperation {}
+            next.name = "next"
+            operation.completionBlock = {
+                next.waitUntilFinished()
+                done.signal()
+            }
+            queue.isSuspended = true
+            queue.addOperations([operation, next], waitUntilFinished: false)
+            queue.isSuspended = false
+            _ = done.wait(timeout: SQTime.now() + .seconds(60))
+        }
+        #expect(Self.message(result).contains(
+            "SQOperation.waitUntilFinished(): <SQBlockOperation \"next\"> is waited for from the "
+                + "completion block of"))
+    }
+
     /// The same wait in a queue of width 2 is fine: the inner operation takes the other slot.
     @Test func testWaitingInsideAWiderQueueForAnOperationOfIt() {
         let queue = SQOperationQueue()

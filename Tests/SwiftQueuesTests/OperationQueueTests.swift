@@ -631,6 +631,46 @@ func meetingOperations(_ queue: SQOperationQueue, count: Int) -> Int {
         observation.invalidate()
     }
 
+    /// An asynchronous operation finishes on a thread of its own choosing, not on the queue's
+    /// start path: its completion block and its `.finished` observers still name its queue
+    /// (both were nil), for both ways of writing one.
+    @Test func testCurrentQueueWhileAnAsynchronousOperationFinishes() {
+        let queue = SQOperationQueue()
+        let seen = Log<String>()
+        let release = SQSemaphore(value: 0)
+        release.signal()  // finishes at once (a semaphore must end at its initial value)
+        let finisher = FinisherOperation(release: release)
+        finisher.completionBlock = {
+            seen.append("finisher completion \(SQOperationQueue.current === queue)")
+        }
+        let observation = finisher.observeStateChanges { change in
+            if change == .finished {
+                seen.append("finisher observer \(SQOperationQueue.current === queue)")
+            }
+        }
+        let guide = GuideStyleOperation { $0.completeOperation() }
+        guide.completionBlock = {
+            seen.append("guide completion \(SQOperationQueue.current === queue)")
+        }
+        #expect(completes { queue.addOperations([finisher, guide], waitUntilFinished: true) })
+        #expect(
+            seen.values.sorted() == [
+                "finisher completion true", "finisher observer true", "guide completion true",
+            ])
+        // Outside the finish, the thread names no queue again.
+        let after = Log<Bool>()
+        let checked = SQSemaphore(value: 0)
+        let probe = GuideStyleOperation { operation in
+            operation.completeOperation()
+            after.append(SQOperationQueue.current == nil)
+            checked.signal()
+        }
+        queue.addOperation(probe)
+        #expect(arrived(checked))
+        #expect(after.values == [true])
+        observation.invalidate()
+    }
+
     @Test func testMainQueue() {
         let main = SQOperationQueue.main
         #expect(main === SQOperationQueue.main)
