@@ -149,6 +149,7 @@ void cq__queue_fork_child(void)
         cq__store(&cq__main_queue.state, 0, relaxed);
         cq__store(&cq__main_queue.tail, NULL, relaxed);
         cq__store(&cq__main_queue.head, NULL, relaxed);
+        cq__main_queue.pass_item = NULL; /* an item of that list */
         cq__main_fork_child();
     }
 }

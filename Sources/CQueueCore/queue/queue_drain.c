@@ -48,6 +48,8 @@ static inline void restore_caller(const struct caller_context *c)
  * sync waiter in the list is handed q to run the items ahead of it itself if it holds no
  * queue (cq__queue_sync_drain_first); any other is nudged to hand its proc on for the drain.
  */
+_Atomic uint64_t cq__queue_pass_walked;
+
 /* Sync waiters cq__queue_pass_to_waiter looks at for one that can run the items ahead of it. */
 #define PASS_SCAN_LIMIT 32u
 
@@ -56,14 +58,35 @@ bool cq__queue_pass_to_waiter(struct cq_queue_s *q, struct cq__item *it)
     if (cq__load(&q->sync_waiters, relaxed) == 0) {
         return false;
     }
+    /* The walk goes on from where the last one stopped, while that item is still in the list:
+     * a drain gives way every CQ__DRAIN_BUDGET items, and walking from the head each time cost
+     * the whole backlog per pause (a sync behind 800k tasks on a queue with a serial target:
+     * 4 s, against libdispatch's 0.09). */
+    uint64_t index = cq__load(&q->popped, relaxed); /* the head's place */
+    if (it != NULL && q->pass_item != NULL && q->pass_index >= index) {
+        it = q->pass_item;
+        index = q->pass_index;
+    }
+    struct cq__item *seen = NULL;
+    uint64_t walked = 0;
     while (it != NULL && it->kind != CQ__ITEM_SYNC_WAITER) {
+        seen = it;
         /* acquire: pairs with the producer's release store linking it->next (a link not stored
          * yet ends the walk: its waiter came after the others) */
         it = cq__load(&it->next, acquire);
+        index++;
+        walked++;
     }
+    cq__add(&cq__queue_pass_walked, walked, relaxed);
     if (it == NULL) {
+        if (seen != NULL) {
+            q->pass_item = seen;
+            q->pass_index = index - 1;
+        }
         return false;
     }
+    q->pass_item = it;
+    q->pass_index = index;
     struct cq__sync_waiter *first = (struct cq__sync_waiter *)it;
     /* q is held: its target is fixed. A queue on another queue runs only inside that one's
      * drain, which the waiter does not hold. */

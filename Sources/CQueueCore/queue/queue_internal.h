@@ -90,6 +90,11 @@ struct cq_queue_s {
      * while that drain was due, was retargeted meanwhile (see cq__queue_drain). */
     struct cq_queue_s *_Atomic enq_target;
     _Atomic uint64_t popped; /* items ever taken from the list; written by the drainer only */
+    /* Where cq__queue_pass_to_waiter's walk stopped (the first sync waiter, or the last item
+     * it saw), and that item's place among all items ever pushed: it is still in the list
+     * while pass_index >= popped (the head's place is `popped`). The LOCK holder only. */
+    struct cq__item *pass_item;
+    uint64_t pass_index;
 };
 
 /* Counts for introspection's `queued` (pushed - popped, read relaxed: a snapshot). */
@@ -103,6 +108,10 @@ CQ_INLINE void cq__queue_count_pop(struct cq_queue_s *q)
 {
     cq__store(&q->popped, cq__load(&q->popped, relaxed) + 1, relaxed);
 }
+
+/* Items cq__queue_pass_to_waiter has walked past, ever (relaxed, added once per call): what a
+ * drain's pauses cost in walks of its list; test_sync_behind_backlog reads it. */
+extern _Atomic uint64_t cq__queue_pass_walked;
 
 extern struct cq_queue_s cq__root_queues[4];
 extern struct cq_queue_s cq__main_queue;
