@@ -393,6 +393,13 @@ static void null_group_notify_function(void *arg)
     cq_group_notify_f(cq_group_create(), cq_get_global_queue(0, 0), NULL, NULL);
 }
 
+static void null_work_item_notify_function(void *arg)
+{
+    (void)arg;
+    cq_work_item_t item = cq_work_item_create_f(0, NULL, noop);
+    cq_work_item_notify_f(item, cq_get_global_queue(0, 0), NULL, NULL);
+}
+
 static void null_once_function(void *arg)
 {
     (void)arg;
@@ -1185,6 +1192,8 @@ static void test_null_arguments(void)
                  "CQueueCore: cq_group_async_f: NULL function\n");
     EXPECT_ABORT("null-group-notify-function", null_group_notify_function,
                  "CQueueCore: cq_group_notify_f: NULL function\n");
+    EXPECT_ABORT("null-work-item-notify-function", null_work_item_notify_function,
+                 "CQueueCore: cq_work_item_notify_f: NULL function\n");
     EXPECT_ABORT("null-once-function", null_once_function,
                  "CQueueCore: cq_once_f: NULL function\n");
     EXPECT_ABORT("null-specific-key", null_specific_key,

@@ -239,8 +239,50 @@ static void test_perform_and_generic(void)
 #endif
 }
 
+#ifndef COMPAT_USE_LIBDISPATCH
+/* dispatch_block_notify with a NULL queue or notification block stops with a message naming
+ * the call (ours named cq_group_notify_f, which the program never called; libdispatch
+ * crashes with SIGSEGV). Each in a child, before the runtime's threads start. */
+static void notify_null_queue(void *arg)
+{
+    (void)arg;
+    dispatch_block_t b = dispatch_block_create((dispatch_block_flags_t)0, ^{
+                                               });
+    dispatch_block_notify(b, NULL, ^{
+                          });
+}
+
+static void notify_null_block(void *arg)
+{
+    (void)arg;
+    dispatch_block_t b = dispatch_block_create((dispatch_block_flags_t)0, ^{
+                                               });
+    dispatch_block_notify(b, dispatch_get_global_queue(0, 0), NULL);
+}
+
+static void expect_stop(void (*fn)(void *), const char *message)
+{
+    char out[4096];
+    int status = test_fork_capture(fn, NULL, out, sizeof out);
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+    CHECK(strstr(out, message) != NULL);
+    if (strstr(out, message) == NULL) {
+        fprintf(stderr, "   expected \"%s\" in: %s\n", message, out);
+    }
+}
+
+static void test_notify_misuse(void)
+{
+    expect_stop(notify_null_queue, "CQueueCore: cq_work_item_notify_f: NULL object");
+    expect_stop(notify_null_block, "CQueueCore: cq_block_notify: the notification: NULL block");
+}
+#endif
+
 int main(void)
 {
+#ifndef COMPAT_USE_LIBDISPATCH
+    RUN(test_notify_misuse); /* first: it forks before the runtime's threads start */
+#endif
     RUN(test_call_and_wait);
     RUN(test_submit_wait_notify);
     RUN(test_cancel_before_run);

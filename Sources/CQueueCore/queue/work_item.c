@@ -311,6 +311,12 @@ void cq_work_item_notify_f(cq_work_item_t item, cq_queue_t queue, void *context,
                            cq_function_t function)
 {
     struct cq_work_item_s *w = item_check(item, "cq_work_item_notify_f");
+    /* Checked here, under this call's name (the group's own checks named cq_group_notify_f,
+     * which the program never called). */
+    cq__queue_check(queue, "cq_work_item_notify_f");
+    if (cq__unlikely(function == NULL)) {
+        cq__crash("cq_work_item_notify_f: NULL function");
+    }
     cq_group_notify_f(completion_group(w), queue, context, function);
 }
 

@@ -270,6 +270,9 @@ static inline intptr_t cq_block_wait(cq_block_t block, cq_time_t timeout)
  * libdispatch: dispatch_block_notify. */
 static inline void cq_block_notify(cq_block_t block, cq_queue_t queue, cq_block_t notification)
 {
+    if (notification == NULL) {
+        cq__work_block_item_check(NULL, "cq_block_notify: the notification"); /* stops */
+    }
     cq_work_item_t item = cq__block_work_item(notification);
     if (item) { /* a block from cq_block_create: its flags (a barrier) hold */
         cq_work_item_notify_work_item(
