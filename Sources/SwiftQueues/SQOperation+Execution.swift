@@ -139,7 +139,8 @@ extension SQOperation {
             handOff.finishing?.pointee.finishingQueue = queue
         }
         if deliverer != nil || completion != nil {
-            SQOperationContext.runFinishing(self, of: queue, onStartPath: handOff.finishing != nil) {
+            let onStartPath = handOff.finishing != nil
+            SQOperationContext.runFinishing(self, of: queue, onStartPath: onStartPath) {
                 if let deliverer {
                     // Observers of `.finished` run where the completion block does, and
                     // waiting for the operation from them returns at once as from that block:

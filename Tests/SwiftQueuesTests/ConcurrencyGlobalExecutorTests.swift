@@ -95,7 +95,8 @@ import Musl
             let passed = fires >= UInt64(sleeps / 2) && tasks >= UInt64(yields * 3 / 2)
             if !passed {
                 let report =
-                    "timer fires \(fires) for \(sleeps) sleeps; tasks \(tasks) for \(yields) yields\n"
+                    "timer fires \(fires) for \(sleeps) sleeps; "
+                    + "tasks \(tasks) for \(yields) yields\n"
                 _ = report.withCString { write(STDERR_FILENO, $0, strlen($0)) }
             }
             exit(passed ? 0 : 1)
