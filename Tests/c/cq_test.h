@@ -164,8 +164,8 @@ static inline long cq_test_runtime_thread_switches(void)
     return total;
 }
 
-/* The runtime's threads alive now (named "cq-...": workers, spares, monitor, reactor). */
-static inline int cq_test_runtime_thread_count(void)
+/* The threads alive now whose name starts with `prefix`. */
+static inline int cq_test_thread_count_named(const char *prefix)
 {
     int n = 0;
     DIR *d = opendir("/proc/self/task");
@@ -181,13 +181,19 @@ static inline int cq_test_runtime_thread_count(void)
         if (f == NULL) {
             continue;
         }
-        if (fgets(name, sizeof name, f) && strncmp(name, "cq-", 3) == 0) {
+        if (fgets(name, sizeof name, f) && strncmp(name, prefix, strlen(prefix)) == 0) {
             n++;
         }
         fclose(f);
     }
     closedir(d);
     return n;
+}
+
+/* The runtime's threads alive now (named "cq-...": workers, spares, monitor, reactor). */
+static inline int cq_test_runtime_thread_count(void)
+{
+    return cq_test_thread_count_named("cq-");
 }
 
 /* Spins until the calling thread has used `ns` of CPU time (not wall time: a loaded machine
