@@ -3,7 +3,7 @@ import CQueueCore
 /// A closure as an object that can be submitted, performed, waited for, observed and
 /// cancelled: SwiftQueues' `DispatchWorkItem`, over the C core's `cq_work_item_t`.
 ///
-/// Submit it with ``SQQueue/async(execute:)``, ``SQQueue/sync(execute:)``,
+/// Submit it with ``SQQueue/async(execute:)``, ``SQQueue/sync(execute:)-(SQWorkItem)``,
 /// ``SQQueue/async(group:execute:)``, ``SQQueue/asyncAfter(deadline:execute:)``, hand it to
 /// ``SQGroup/notify(queue:work:)`` or ``notify(queue:execute:)``, or run it in place with
 /// ``perform()``. It may be submitted and performed any number of times; each run happens as

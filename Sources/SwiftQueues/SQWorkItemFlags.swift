@@ -3,7 +3,8 @@ import CQueueCore
 /// Options for a work item (``SQWorkItem/init(qos:flags:block:)``) or a submission
 /// (``SQQueue/async(group:qos:flags:execute:)``, ``SQQueue/sync(flags:execute:)``,
 /// ``SQQueue/asyncAfter(deadline:qos:flags:execute:)``,
-/// ``SQGroup/notify(qos:flags:queue:execute:)``, ``SQWorkItem/notify(qos:flags:queue:execute:)``).
+/// ``SQGroup/notify(qos:flags:queue:execute:)-(_,_,SQQueue,_)``,
+/// ``SQWorkItem/notify(qos:flags:queue:execute:)-(_,_,SQQueue,_)``).
 ///
 /// Only ``barrier`` changes how work runs. The other flags exist so that Dispatch code ports
 /// unchanged; they are accepted and ignored, because priority comes from the queue the work
