@@ -4,8 +4,12 @@
 #
 #   perf script -i perf.data | awk -f scripts/cq-latency.awk
 #
-# Items are matched by address (a task's memory is reused only after it has run, so an
-# enqueue is followed by its own start before the address comes back).
+# Waits are matched by item address (a task's memory is reused only after it has started, so
+# an enqueue is followed by its own start before the address comes back). Runs are matched by
+# thread: a task's start and finish come from the thread that runs it, finishes in the reverse
+# order of starts (a task may run others inside it, a sync's or a wait's). Not by address: a
+# task that queues another before it ends may see its memory reused for the new task, whose
+# start and finish then came in between with the same address (the parent's run was lost).
 #
 # Plain POSIX awk (mawk, Debian's awk, and gawk; no gawk extension such as asort): each label's
 # waits are heap-sorted for the p99, O(n log n), so long recordings stay fast.
@@ -25,29 +29,32 @@ function sift_down(v, k, cnt,    c, t) {
     }
 }
 {
-    ts = ""; ev = ""; label = ""; item = ""
+    ts = ""; ev = ""; label = ""; item = ""; tid = ""
     for (i = 1; i <= NF; i++) {
         if ($i ~ /^[0-9]+\.[0-9]+:$/ && ts == "") ts = substr($i, 1, length($i) - 1) + 0
         else if ($i ~ /^swiftqueues:/) { ev = $i; sub(/^swiftqueues:/, "", ev); sub(/:$/, "", ev) }
         else if ($i ~ /^item=/) item = substr($i, 6)
+        else if ($i ~ /^\[[0-9]+\]$/ && tid == "" && i > 1) tid = $(i - 1)  # comm tid [cpu]
     }
     if (match($0, /label="[^"]*"/)) label = substr($0, RSTART + 7, RLENGTH - 8)
     if (ev ~ /^task_enqueue/) { enq[item] = ts }
     else if (ev == "task_start") {
-        start[item] = ts
+        d = ++depth[tid]; run_ts[tid, d] = ts; run_label[tid, d] = label
+        seen[label] = 1
         if (item in enq) {
             w = us(ts - enq[item]); delete enq[item]
             wn[label]++; ws[label] += w; if (w > wm[label]) wm[label] = w
             wait_list[label, wn[label]] = w
         }
-    } else if (ev == "task_finish" && (item in start)) {
-        r = us(ts - start[item]); delete start[item]
-        rn[label]++; rs[label] += r
+    } else if (ev == "task_finish" && depth[tid] > 0) {
+        d = depth[tid]--
+        l = run_label[tid, d]
+        rn[l]++; rs[l] += us(ts - run_ts[tid, d])
     }
 }
 END {
     printf "%-24s %8s %10s %10s %10s %8s %10s\n", "queue", "tasks", "wait avg", "wait p99", "wait max", "ran", "run total"
-    for (l in rn) {
+    for (l in seen) {
         n = wn[l]; p99 = 0
         if (n > 0) {
             # p99: this label's waits sorted

@@ -7,7 +7,7 @@ events with names and types instead (label="com.example.db" item=0x55... kind=1)
 tracefs, so `perf record -e swiftqueues:task_start` shows queue labels. Needs root.
 
   scripts/cq-probes.py add LIB [NAME...]   define swiftqueues:NAME (all probes by default)
-  scripts/cq-probes.py remove              remove every swiftqueues:* uprobe event
+  scripts/cq-probes.py remove              remove every swiftqueues:* uprobe event (whoever added it)
   scripts/cq-probes.py list LIB            print the definitions without writing them
 
 LIB is the shared library or a program linked with the static library, PIE or not: the notes
@@ -194,9 +194,15 @@ def main():
     cmd = sys.argv[1]
     if cmd == "remove":
         with open(f"{TRACEFS}/uprobe_events") as f:
-            events = [l.split()[0].split(":", 1)[1] for l in f if l.startswith("p:swiftqueues/")]
+            lines = [l.split()[0].split(":", 1)[1] for l in f if l.startswith("p:swiftqueues/")]
+        # One event may hold several definitions (the same name added for two binaries: the
+        # kernel lists each); one removal takes them all.
+        events = list(dict.fromkeys(lines))
         for e in events:
-            write_event(f"-:{e}")
+            try:
+                write_event(f"-:{e}")
+            except FileNotFoundError:
+                pass  # gone meanwhile (another remove)
         print(f"removed {len(events)} events")
         return
     defs = list(definitions(sys.argv[2], set(sys.argv[3:])))
