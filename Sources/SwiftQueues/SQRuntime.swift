@@ -59,8 +59,9 @@ public enum SQRuntime {
         /// the pool and not finished, those still queued in the pool's run queues included (it
         /// may exceed the CPUs).
         public var running: Int
-        /// How many items (tasks, barriers, sync callers) wait in its list: a snapshot. 0 for
-        /// global queues, whose items wait in the workers' run queues.
+        /// How many items (tasks, barriers, sync callers, a source's turns, the wake-ups of
+        /// queues that target it) wait in its list: a snapshot. 0 for global queues, whose
+        /// items wait in the workers' run queues.
         public var queuedItems: Int
         /// Whether items wait in its list (`queuedItems > 0`).
         public var hasQueuedItems: Bool { queuedItems > 0 }

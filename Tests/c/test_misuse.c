@@ -841,6 +841,14 @@ static void bad_environment_words(void *arg)
     CHECK(cq__io_file_engine() != NULL);
 }
 
+/* A sign or a leading blank, which strtol takes: refused as a trailing blank is. */
+static void thread_names_signed(void *arg)
+{
+    setenv("CQ_THREAD_NAMES", arg, 1);
+    struct cq_runtime_info info;
+    cq_runtime_get_info(&info);
+}
+
 static void thread_names_huge(void *arg)
 {
     (void)arg;
@@ -1357,6 +1365,18 @@ static void test_reports(void)
          1},
         {NULL, 0}};
     expect_report("thread-names-huge", thread_names_huge, NULL, names);
+    static const struct expected_line plus[] = {
+        {"CQueueCore: ignoring CQ_THREAD_NAMES=+5 (expected 0, 1, or a number of milliseconds "
+         "up to 99999)\n",
+         1},
+        {NULL, 0}};
+    expect_report("thread-names-plus", thread_names_signed, "+5", plus);
+    static const struct expected_line blank_first[] = {
+        {"CQueueCore: ignoring CQ_THREAD_NAMES= 5 (expected 0, 1, or a number of milliseconds "
+         "up to 99999)\n",
+         1},
+        {NULL, 0}};
+    expect_report("thread-names-blank-first", thread_names_signed, " 5", blank_first);
 
     static const char *const many_workers[] = {"300", "1000000", "128", "32768"};
     static const struct expected_line many[] = {

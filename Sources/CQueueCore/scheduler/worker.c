@@ -85,7 +85,8 @@ void cq__thread_naming_from_env(void)
     char *end;
     errno = 0;
     long ms = strtol(v, &end, 10);
-    if (*end != '\0' || ms < 0 || errno == ERANGE) {
+    /* digits only, as the other knobs (strtol would also take leading blanks and a sign) */
+    if (*end != '\0' || ms < 0 || errno == ERANGE || v[0] < '0' || v[0] > '9') {
         cq__report("ignoring CQ_THREAD_NAMES=%s (expected 0, 1, or a number of milliseconds up "
                    "to %ld)",
                    v, THREAD_NAMES_MAX_MS);

@@ -36,7 +36,8 @@ struct cq_introspect_queue {
     uint32_t suspend_count;   /* cq_suspend calls not yet resumed (1 for an inactive queue) */
     uint32_t running;         /* serial, main: 1 while its drain or a sync holds it; concurrent:
                                  its tasks handed to the pool and not finished */
-    uint32_t queued;          /* items waiting in its list (tasks, barriers, sync callers), a
+    uint32_t queued;          /* items waiting in its list (tasks, barriers, sync callers, a
+                                 source's turns, the wake-ups of queues that target it), a
                                  snapshot; 0 for global queues, whose items sit in the pool's
                                  run queues (see the workers) */
     bool inactive;            /* created inactive and not activated yet */
