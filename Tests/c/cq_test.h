@@ -38,6 +38,20 @@ static inline uint32_t below(uint64_t *s, uint32_t n)
 }
 
 /* Generous: only a lost task or wake-up makes a wait this long. */
+/* Whether the resident set size says anything about the runtime's memory: not under
+ * AddressSanitizer (its quarantine holds freed memory back) or ThreadSanitizer (its shadow). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CQ_TEST_RSS_MEANINGFUL 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define CQ_TEST_RSS_MEANINGFUL 0
+#else
+#define CQ_TEST_RSS_MEANINGFUL 1
+#endif
+#else
+#define CQ_TEST_RSS_MEANINGFUL 1
+#endif
+
 #define CQ_TEST_PATIENCE_NS (60ll * 1000000000ll)
 
 static inline cq_time_t cq_test_deadline(void)

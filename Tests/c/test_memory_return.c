@@ -18,17 +18,7 @@
 #include <sched.h>
 #include <sys/wait.h>
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define RSS_CHECKED 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define RSS_CHECKED 0
-#else
-#define RSS_CHECKED 1
-#endif
-#else
-#define RSS_CHECKED 1
-#endif
+#define RSS_CHECKED CQ_TEST_RSS_MEANINGFUL
 
 #define BURST (RSS_CHECKED ? 1000000 : 100000)
 #define SLACK_KIB (10 * 1024) /* "within 10 MB of before" */

@@ -80,7 +80,9 @@ static void test_runtime_used_in_thread_exit(void)
     fprintf(stderr, "   %d threads: resident memory %+ld KiB\n", n, grown);
     cq_sync_f(flush_q, NULL, count); /* behind every flush */
     CHECK_EQ(atomic_load(&flushed), 2 * (200 + n) + 2);
-    CHECK(grown < 8 * 1024); /* the old code: ~9 KB a thread, 36 MB */
+    if (CQ_TEST_RSS_MEANINGFUL) {
+        CHECK(grown < 8 * 1024); /* the old code: ~9 KB a thread, 36 MB */
+    }
     cq_release(flush_group);
     cq_release(flush_q);
 }
