@@ -232,8 +232,10 @@ static void on_readable(void *ctx)
         char buf[CMSG_SPACE(sizeof(struct timespec))];
         struct cmsghdr align;
     } control;
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1,
-                         .msg_control = control.buf, .msg_controllen = sizeof control.buf};
+    struct msghdr msg = {.msg_iov = &iov,
+                         .msg_iovlen = 1,
+                         .msg_control = control.buf,
+                         .msg_controllen = sizeof control.buf};
     ssize_t n = recvmsg(c->fd, &msg, 0);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
         return;
@@ -291,15 +293,33 @@ static void start_conn(int fd)
 }
 
 /* The listening socket is readable: accept every pending connection. */
+/* The last accept found no descriptor left (only the accept queue's handler touches it). */
+static bool out_of_fds;
+
 static void on_acceptable(void *ctx)
 {
     int lfd = (int)(intptr_t)ctx;
     for (;;) {
         int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
+            out_of_fds = false;
             start_conn(fd);
         } else if (errno == EINTR || errno == ECONNABORTED) {
             continue;
+        } else if (errno == EMFILE || errno == ENFILE) {
+            /* No descriptor left: the source is level-triggered and fired again at once (full
+             * speed, a line each time: megabytes of stderr a second). It says so once and
+             * waits 10 ms before the source fires again, the clients waiting in the backlog.
+             * Not a suspend and a dispatch_after: libdispatch needs a new descriptor for its
+             * first timer, and its after never came. */
+            if (!out_of_fds) {
+                fprintf(stderr, "http_server: accept: %s (retrying every 10 ms)\n",
+                        strerror(errno));
+                out_of_fds = true;
+            }
+            struct timespec pause = {0, 10000000};
+            nanosleep(&pause, NULL);
+            return;
         } else {
             if (errno != EAGAIN) {
                 fprintf(stderr, "http_server: accept: %s\n", strerror(errno));
