@@ -17,7 +17,8 @@ import sys
 import tempfile
 import time
 
-from http_bench import RESPONSE, REQUEST, SERVERS, recv_exact
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree from the import below
+from http_bench import RESPONSE, REQUEST, SERVERS, recv_exact  # noqa: E402
 
 LIMIT = 48       # the server's descriptor limit
 CLIENTS = 80     # more than it can hold: the rest wait in the listen backlog
