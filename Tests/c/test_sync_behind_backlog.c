@@ -79,6 +79,18 @@ static void wait_until_queued(const char *label, uint32_t n)
     }
 }
 
+/* The drain's pauses walked at most two items per item behind which the sync waited (`what`
+ * names them), since `before` (the counter's value then). */
+static void check_walked(uint64_t before, const char *what)
+{
+    uint64_t walked = atomic_load(&cq__queue_pass_walked) - before;
+    CHECK(walked <= 2 * BACKLOG);
+    if (walked > 2 * BACKLOG) {
+        fprintf(stderr, "   the drain's pauses walked %llu items for %d %s\n",
+                (unsigned long long)walked, BACKLOG, what);
+    }
+}
+
 /* BACKLOG tasks on a serial queue whose target is a serial queue, then a sync caller behind
  * them: its target is held suspended until all of them wait in the list. */
 static void test_sync_behind_a_backlog(void)
@@ -98,13 +110,8 @@ static void test_sync_behind_a_backlog(void)
     uint64_t walked_before = atomic_load(&cq__queue_pass_walked);
     cq_resume(target);
     REQUIRE(pthread_join(thread, NULL) == 0);
-    uint64_t walked = atomic_load(&cq__queue_pass_walked) - walked_before;
     CHECK_EQ(s.ran_before, BACKLOG);
-    CHECK(walked <= 2 * BACKLOG);
-    if (walked > 2 * BACKLOG) {
-        fprintf(stderr, "   the drain's pauses walked %llu items for a backlog of %d\n",
-                (unsigned long long)walked, BACKLOG);
-    }
+    check_walked(walked_before, "tasks queued");
     cq_release(q);
     cq_release(target);
 }
@@ -136,12 +143,7 @@ static void test_sync_behind_retargets(void)
     REQUIRE(pthread_create(&thread, NULL, sync_thread, &s) == 0);
     cq_resume(b);
     REQUIRE(pthread_join(thread, NULL) == 0);
-    uint64_t walked = atomic_load(&cq__queue_pass_walked) - walked_before;
-    CHECK(walked <= 2 * BACKLOG);
-    if (walked > 2 * BACKLOG) {
-        fprintf(stderr, "   the drain's pauses walked %llu items for %d retargets\n",
-                (unsigned long long)walked, BACKLOG);
-    }
+    check_walked(walked_before, "retargets");
     cq_release(a);
     cq_release(b);
     cq_release(c1);

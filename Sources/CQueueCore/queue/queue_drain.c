@@ -77,7 +77,9 @@ bool cq__queue_pass_to_waiter(struct cq_queue_s *q, struct cq__item *it)
         index++;
         walked++;
     }
-    cq__add(&cq__queue_pass_walked, walked, relaxed);
+    if (walked != 0) { /* a shared line: touched only when the walk moved */
+        cq__add(&cq__queue_pass_walked, walked, relaxed);
+    }
     if (it == NULL) {
         if (seen != NULL) {
             q->pass_item = seen;
