@@ -39,7 +39,11 @@ extension SQIO {
         }
     }
 
-    /// Reads up to `maxLength` bytes (`Int.max`: to end of file) from a descriptor.
+    /// Reads up to `maxLength` bytes from a descriptor: from a file, up to end of file
+    /// (`Int.max`: all of it); from a pipe or socket, it waits for data and returns what is
+    /// available then, up to `maxLength`, as Dispatch does. To read a pipe or socket to its
+    /// end, read through a stream channel (``read(offset:length:)`` on an ``SQIO``), or call
+    /// this again until it returns empty data.
     ///
     /// Cancellation: not observed. A cancelled task still waits until the read ends (data,
     /// end of file or an error), since bytes the read has taken from the descriptor would

@@ -167,9 +167,10 @@ public final class SQIO: @unchecked Sendable {
         cq_io_set_interval(handle, ns <= 0 ? 0 : UInt64(ns), flags.rawValue)
     }
 
-    /// Reads up to `maxLength` bytes (`Int.max`: to end of file) from `fromFileDescriptor`,
-    /// then calls `handler(data, error)` once on `queue`. From a pipe or socket it waits for
-    /// data and takes what is available then, up to `maxLength`, as Dispatch does.
+    /// Reads up to `maxLength` bytes from `fromFileDescriptor` (from a file: up to end of file,
+    /// all of it for `Int.max`), then calls `handler(data, error)` once on `queue`. From a pipe
+    /// or socket it waits for data and takes what is available then, up to `maxLength`, as
+    /// Dispatch does.
     public class func read(
         fromFileDescriptor: Int32, maxLength: Int, runningHandlerOn queue: SQQueue,
         handler: @escaping @Sendable (_ data: SQData, _ error: Int32) -> Void

@@ -6,10 +6,10 @@ import CQueueCore
 @usableFromInline
 internal struct SQPerformBody {
     @usableFromInline
-    internal let work: (Int) -> Void
+    internal let work: @Sendable (Int) -> Void
 
     @inlinable
-    internal init(work: @escaping (Int) -> Void) {
+    internal init(work: @escaping @Sendable (Int) -> Void) {
         self.work = work
     }
 }
@@ -35,10 +35,10 @@ extension SQQueue {
     /// The calling thread takes part; the range is split into chunks that idle workers take.
     /// Nested calls, and calls from inside work items, complete even when every worker is busy.
     /// The closure runs on several threads at once and does not escape. As in Dispatch, it is
-    /// not `@Sendable`, so that the usual shape (each iteration writes its own element through
-    /// an `UnsafeMutableBufferPointer` captured from `withUnsafeMutableBufferPointer`) ports
-    /// unchanged in the Swift 6 language mode: what it shares must be safe to use from several
-    /// threads at once.
+    /// `@Sendable`: in the Swift 6 language mode the compiler rejects a closure that writes an
+    /// actor's state or captures a non-`Sendable` value. Writing each iteration's own element
+    /// through a buffer pointer takes the same shape as with Dispatch: name the buffer of
+    /// `withUnsafeMutableBufferPointer` with `nonisolated(unsafe) let` and capture that.
     ///
     /// Blocks until all iterations have run. Thread-safe. The closure stays on the caller's
     /// stack (at most one small allocation, for `withoutActuallyEscaping`).
@@ -46,7 +46,7 @@ extension SQQueue {
     @inlinable
     public static func concurrentPerform(
         iterations: Int,
-        execute work: (Int) -> Void
+        execute work: @Sendable (Int) -> Void
     ) {
         sqRequire(iterations >= 0, "SQQueue.concurrentPerform: negative iteration count")
         if iterations == 0 {

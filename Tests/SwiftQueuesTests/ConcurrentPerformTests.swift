@@ -19,14 +19,16 @@ import SwiftQueues
         #expect(hits.allSatisfy { $0 == 1 })
     }
 
-    /// The shape Dispatch code uses (each iteration writes its own element through the buffer
-    /// of `withUnsafeMutableBufferPointer`) compiles in the Swift 6 language mode, as it does
-    /// against Dispatch: the closure is not `@Sendable` (it was, and this did not compile:
-    /// "mutable capture of 'inout' parameter 'buffer' is not allowed in concurrently-executing
-    /// code").
+    /// The shape Dispatch code uses in the Swift 6 language mode (each iteration writes its
+    /// own element through the buffer of `withUnsafeMutableBufferPointer`, named
+    /// `nonisolated(unsafe)`) compiles unchanged: the closure is `@Sendable`, as the overlay's
+    /// is. (It was not, and a closure that wrote an actor's state from every iteration
+    /// compiled without a word, where Dispatch rejects it: "actor-isolated property can not be
+    /// mutated from a Sendable closure".)
     @Test func testWritesThroughACapturedBuffer() {
         var squares = [Int](repeating: 0, count: 10_000)
         squares.withUnsafeMutableBufferPointer { buffer in
+            nonisolated(unsafe) let buffer = buffer
             SQQueue.concurrentPerform(iterations: buffer.count) { i in
                 buffer[i] = i * i
             }
