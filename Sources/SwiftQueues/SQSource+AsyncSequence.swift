@@ -18,10 +18,12 @@ extension SQSourceProtocol {
     /// yourself before the loop starts (before its first `next()`, in another task) go to the
     /// handler the source had then, none by default, and are lost to the loop (a user-data
     /// source that counts to a total waits for ever), as they would be with a handler set after
-    /// `activate()` in Dispatch. Between two `next()` calls the source is suspended once it has an
-    /// event waiting, so events that arrive meanwhile coalesce in the source, as they do for a
+    /// `activate()` in Dispatch. From each batch until the loop asks for the next one, the source
+    /// is suspended, so events that arrive meanwhile coalesce in the source, as they do for a
     /// slow handler (a timer counts its fires, a user-data source merges): nothing is buffered
-    /// without bound and nothing is lost. The cancel and registration handlers are left alone.
+    /// without bound and nothing is lost. So an element of a read source is the bytes readable
+    /// when it came, and none of them come again while the loop's body reads them; the next
+    /// element counts what is left then. The cancel and registration handlers are left alone.
     ///
     /// The sequence ends (`next()` returns `nil`) when the source is cancelled, when its event
     /// handler is replaced (at its next event), or when the iterating task is cancelled. A source
@@ -166,25 +168,29 @@ private final class SQSourceEventState<Element: Sendable>: @unchecked Sendable {
         self.convert = convert
     }
 
-    /// The event handler: hands the batch to the waiting task, or keeps it and suspends the
-    /// source until the task asks for it.
+    /// The event handler: suspends the source, then hands the batch to the waiting task or
+    /// keeps it until the task asks for it. The source stays suspended until the loop asks for
+    /// the batch after this one: its body has handled this one by then. (The source was
+    /// suspended only while a batch waited for the loop, and resumed as the loop took it: a
+    /// read source, which looks at its descriptor again after each handler, delivered the same
+    /// bytes a second time while the body was about to read them, and a body that read what an
+    /// element said then blocked for ever on a blocking descriptor, 5 runs in 6.)
     func deliver() {
         let batch = convert(source.data)
         let waiter = inner.withLock { inner -> UnsafeContinuation<Void, Never>? in
             if inner.finished {
                 return nil
             }
+            // No handler starts while the source is suspended, so it is not, and `pending`
+            // and `handed` are empty.
+            inner.suspendedByUs = true
+            source.suspend()
             if let waiter = inner.waiter {
                 inner.waiter = nil
                 inner.handed = batch
                 return waiter
             }
-            // No handler starts while the source is suspended, so `pending` was empty.
             inner.pending = batch
-            if !inner.suspendedByUs {
-                inner.suspendedByUs = true
-                source.suspend()
-            }
             return nil
         }
         waiter?.resume()
@@ -196,6 +202,11 @@ private final class SQSourceEventState<Element: Sendable>: @unchecked Sendable {
                 let ready = inner.withLock { inner -> Bool in
                     if inner.pending != nil || inner.finished {
                         return true
+                    }
+                    // The body has handled the batch before: let the source deliver again.
+                    if inner.suspendedByUs {
+                        inner.suspendedByUs = false
+                        source.resume()
                     }
                     inner.waiter = continuation
                     return false
@@ -214,10 +225,6 @@ private final class SQSourceEventState<Element: Sendable>: @unchecked Sendable {
             }
             if let batch = inner.pending {
                 inner.pending = nil
-                if inner.suspendedByUs && !inner.finished {
-                    inner.suspendedByUs = false
-                    source.resume()
-                }
                 return batch
             }
             return nil  // finished

@@ -149,6 +149,45 @@ import Musl
         #expect(source.isCancelled)
     }
 
+    /// Each element of a read source counts bytes that are still there when the body reads
+    /// them. The source was resumed as the loop took an element, and looked at the pipe again
+    /// before the body had read: the same bytes came a second time, and a body reading what an
+    /// element said found nothing (EAGAIN here; on a blocking descriptor it waited for ever).
+    @Test(.timeLimit(.minutes(1))) func testReadSourceElementsAreNotDeliveredTwice() async throws {
+        let pipe = makePipe()
+        #expect(fcntl(pipe.read, F_SETFL, fcntl(pipe.read, F_GETFL) | O_NONBLOCK) == 0)
+        let source = try SQSource.makeReadSource(
+            fileDescriptor: pipe.read, queue: SQSerialQueue(label: "read-elements"))
+        source.setCancelHandler { close(pipe.read) }
+        let chunks = 40
+        let chunk = 100
+        let writer = SQGroup()
+        SQQueue.global().async(group: writer) {
+            let bytes = [UInt8](repeating: 7, count: chunk)
+            for _ in 0..<chunks {
+                _ = bytes.withUnsafeBytes { write(pipe.write, $0.baseAddress, $0.count) }
+                usleep(1_000)  // spaces the events; the checks do not depend on it
+            }
+        }
+        var total = 0
+        var elements = 0
+        var buffer = [UInt8](repeating: 0, count: chunks * chunk)
+        for await available in source.events {
+            elements += 1
+            let count = read(pipe.read, &buffer, Int(available))
+            #expect(
+                count == Int(available),
+                "element \(elements): \(available) bytes readable, read gave \(count)")
+            total += max(count, 0)
+            if total >= chunks * chunk {
+                break
+            }
+        }
+        #expect(total == chunks * chunk)
+        try await writer.waitUntilEmpty()
+        close(pipe.write)
+    }
+
     @Test func testProcessEventsAreTyped() async throws {
         let pid = spawnTrue()
         let source = try SQSource.makeProcessSource(
