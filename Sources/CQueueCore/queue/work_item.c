@@ -364,8 +364,11 @@ void cq__work_block_invoke(struct cq__work_block *block)
 
 cq_work_item_t cq__work_block_item(const void *block)
 {
-    const struct cq__work_block *b = block;
-    return b && b->descriptor == &cq__work_block_descriptor ? b->item : NULL;
+    const struct cq__block_head *head = block; /* any block: only its head may be read */
+    if (head == NULL || head->descriptor != (const void *)&cq__work_block_descriptor) {
+        return NULL;
+    }
+    return ((const struct cq__work_block *)block)->item;
 }
 
 cq_work_item_t cq__work_block_item_check(const void *block, const char *call)

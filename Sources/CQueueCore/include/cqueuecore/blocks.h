@@ -81,8 +81,11 @@ static inline void *cq__block_copy(cq_block_t block)
 /* The work item of a block made by cq_block_create, or NULL (see work_item.h). */
 static inline cq_work_item_t cq__block_work_item(cq_block_t block)
 {
-    const struct cq__work_block *b = (const struct cq__work_block *)(const void *)block;
-    return b && b->descriptor == &cq__work_block_descriptor ? b->item : NULL;
+    const struct cq__block_head *head = (const struct cq__block_head *)(const void *)block;
+    if (head == NULL || head->descriptor != (const void *)&cq__work_block_descriptor) {
+        return NULL;
+    }
+    return ((const struct cq__work_block *)(const void *)block)->item;
 }
 
 /* cq_async_f: runs `block` on `queue` later; copied now, released after it has run. A block

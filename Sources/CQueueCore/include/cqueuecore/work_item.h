@@ -124,6 +124,16 @@ struct cq__work_block_descriptor {
     void (*copy)(struct cq__work_block *dst, const struct cq__work_block *src);
     void (*dispose)(const struct cq__work_block *block);
 };
+/* The head every block starts with (the blocks ABI): what may be read of any block. A block
+ * that captures nothing is only this (32 bytes); read through cq__work_block, its descriptor
+ * was an access beyond the object for UBSan's object-size check. */
+struct cq__block_head {
+    void *isa;
+    int flags;
+    int reserved;
+    void (*invoke)(void *block);
+    const void *descriptor;
+};
 struct cq__work_block {
     void *isa;
     int flags;
