@@ -429,6 +429,92 @@ static void test_signal_right_after_activation(void)
     CHECK(sa.sa_handler == SIG_DFL);
 }
 
+/* A signal with an application handler reaches both the handler and the source, every time,
+ * whichever way it is sent: the handler was left alone, and took the signals delivered to the
+ * main thread while the signalfd took the rest (kill of the process reached the source 1 run
+ * in 3, the handler the other 2). After the last source, the handler is the application's
+ * again, unless the application changed it meanwhile. */
+static atomic_int app_plain_calls, app_info_calls, app_info_wrong;
+
+static void app_plain_handler(int signo)
+{
+    (void)signo;
+    atomic_fetch_add(&app_plain_calls, 1);
+}
+
+static void app_info_handler(int signo, siginfo_t *info, void *ucontext)
+{
+    (void)ucontext;
+    if (info == NULL || info->si_signo != signo) {
+        atomic_fetch_add(&app_info_wrong, 1);
+    }
+    atomic_fetch_add(&app_info_calls, 1);
+}
+
+static void app_other_handler(int signo)
+{
+    (void)signo;
+}
+
+/* Sends `signo` `n` times (raise, then kill of the process, alternately), each once the one
+ * before has reached both the handler (`calls`) and the source. */
+static void send_and_count(struct probe *p, int signo, atomic_int *calls, int n)
+{
+    for (int i = 1; i <= n; i++) {
+        if (i % 2) {
+            raise(signo);
+        } else {
+            kill(getpid(), signo);
+        }
+        while (atomic_load(&p->total) < i) {
+            WAIT_SEMA(p->fired);
+        }
+        uint64_t deadline = cq_test_now_ns() + 30000000000ull;
+        while (atomic_load(calls) < i && cq_test_now_ns() < deadline) {
+            let_time_pass(100000);
+        }
+        CHECK_EQ(atomic_load(calls), i);
+        CHECK_EQ(atomic_load(&p->total), i);
+    }
+}
+
+static void test_signal_with_application_handler(void)
+{
+    struct sigaction app, now;
+    memset(&app, 0, sizeof app);
+    app.sa_handler = app_plain_handler;
+    sigemptyset(&app.sa_mask);
+    REQUIRE(sigaction(SIGUSR1, &app, NULL) == 0);
+    struct probe *p = probe_new(CQ_SOURCE_TYPE_SIGNAL, SIGUSR1, 0, NULL);
+    cq_resume(p->source);
+    send_and_count(p, SIGUSR1, &app_plain_calls, 20);
+    probe_finish(p);
+    sigaction(SIGUSR1, NULL, &now);
+    CHECK(!(now.sa_flags & SA_SIGINFO) && now.sa_handler == app_plain_handler);
+
+    /* An SA_SIGINFO handler gets its siginfo. */
+    memset(&app, 0, sizeof app);
+    app.sa_sigaction = app_info_handler;
+    app.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&app.sa_mask);
+    REQUIRE(sigaction(SIGUSR1, &app, NULL) == 0);
+    p = probe_new(CQ_SOURCE_TYPE_SIGNAL, SIGUSR1, 0, NULL);
+    cq_resume(p->source);
+    send_and_count(p, SIGUSR1, &app_info_calls, 20);
+    CHECK_EQ(atomic_load(&app_info_wrong), 0);
+    /* The application installs another handler while the source is there: the last cancel
+     * leaves it in place. */
+    memset(&app, 0, sizeof app);
+    app.sa_handler = app_other_handler;
+    sigemptyset(&app.sa_mask);
+    REQUIRE(sigaction(SIGUSR1, &app, NULL) == 0);
+    probe_finish(p);
+    sigaction(SIGUSR1, NULL, &now);
+    CHECK(!(now.sa_flags & SA_SIGINFO) && now.sa_handler == app_other_handler);
+
+    signal(SIGUSR1, SIG_DFL);
+}
+
 /* ---- pipes and sockets -------------------------------------------------------------------- */
 
 struct reader {
@@ -1416,6 +1502,7 @@ int main(void)
     RUN(test_after_ordering);
     RUN(test_signals);
     RUN(test_signal_right_after_activation);
+    RUN(test_signal_with_application_handler);
     RUN(test_read_pipe);
     RUN(test_read_socket);
     RUN(test_read_eof_reported_once);

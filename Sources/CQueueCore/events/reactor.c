@@ -11,9 +11,10 @@
  *             cq_after_f, whose monotonic windows a task on a worker fires: the reactor only
  *             starts that task and watches it).
  *   signalfd  the signals of SIGNAL sources. The runtime's threads block them; a counting
- *             handler is installed for signals whose disposition was SIG_DFL or SIG_IGN (an
- *             ignored signal is discarded before signalfd could see it), so signals delivered
- *             to application threads are counted too.
+ *             handler is installed (an ignored signal is discarded before signalfd could see
+ *             it), so signals delivered to application threads are counted too: alone if the
+ *             disposition was SIG_DFL or SIG_IGN, in front of the application's handler
+ *             otherwise, which still runs.
  *   inotify   VNODE sources; one watch per inode, shared by the sources on it.
  *   pidfds    PROC sources (exit).
  *   other fds READ/WRITE sources, edge-triggered; after each handler the source re-checks

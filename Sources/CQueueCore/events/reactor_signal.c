@@ -1,6 +1,7 @@
 /*
- * SIGNAL sources: one signalfd for every watched signal, and a counting handler for signals
- * whose disposition was SIG_DFL or SIG_IGN (see reactor.c's header comment).
+ * SIGNAL sources: one signalfd for every watched signal, and a counting handler (see
+ * reactor.c's header comment): on its own for signals whose disposition was SIG_DFL or
+ * SIG_IGN, in front of the application's handler otherwise.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -18,12 +19,51 @@
 
 static _Atomic uint32_t sig_count[_NSIG]; /* signals counted by the handler */
 
+static void count_signal(int signo)
+{
+    cq__add(&sig_count[signo], 1, relaxed);
+    cq__reactor_wake();
+}
+
 static void on_signal(int signo)
 {
     int saved = errno;
-    cq__add(&sig_count[signo], 1, relaxed);
-    cq__reactor_wake();
+    count_signal(signo);
     errno = saved;
+}
+
+/*
+ * In front of an application's handler: counts the signal for the sources, then calls that
+ * handler as the kernel would have. Left alone, the application's handler took the signals
+ * delivered to the threads that do not block it (the main thread, usually) and the signalfd
+ * the rest: `kill` of the process reached the source in 1 run of 3. libdispatch replaces the
+ * application's handler for good; Darwin reports the signal to the source and runs the handler
+ * too, which this does. Such a signal is not read from the signalfd: the reactor's read raced
+ * the kernel's delivery to the thread it had chosen, and won 1 time in 3, when the handler
+ * did not run. So the source sees the signals the handler sees. R.sig_saved[signo] is written
+ * only while this is not installed.
+ */
+static void on_signal_chained(int signo, siginfo_t *info, void *ucontext)
+{
+    int saved = errno;
+    count_signal(signo);
+    const struct sigaction *app = &R.sig_saved[signo];
+    errno = saved;
+    if (app->sa_flags & SA_SIGINFO) {
+        app->sa_sigaction(signo, info, ucontext);
+    } else if (app->sa_handler != SIG_DFL && app->sa_handler != SIG_IGN) {
+        app->sa_handler(signo);
+    }
+}
+
+/* The signalfd reads the signals of R.sigmask from now on. */
+static void signalfd_update(void)
+{
+    int fd = signalfd(R.sigfd, &R.sigmask, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (fd >= 0 && R.sigfd < 0) {
+        R.sigfd = fd;
+        cq__reactor_epoll_add(fd, EPOLLIN, cq__reactor_slot_alloc(SLOT_SIGNAL, NULL));
+    }
 }
 
 void cq__reactor_signal_register(struct cq_source_s *s)
@@ -34,23 +74,27 @@ void cq__reactor_signal_register(struct cq_source_s *s)
     if (!first) {
         return;
     }
-    sigaddset(&R.sigmask, signo);
-    int fd = signalfd(R.sigfd, &R.sigmask, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (fd >= 0 && R.sigfd < 0) {
-        R.sigfd = fd;
-        cq__reactor_epoll_add(fd, EPOLLIN, cq__reactor_slot_alloc(SLOT_SIGNAL, NULL));
-    }
     struct sigaction old;
-    sigaction(signo, NULL, &old);
+    if (sigaction(signo, NULL, &old) != 0) {
+        return;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
     if (!(old.sa_flags & SA_SIGINFO) && (old.sa_handler == SIG_DFL || old.sa_handler == SIG_IGN)) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
+        sigaddset(&R.sigmask, signo);
+        signalfd_update();
         sa.sa_handler = on_signal;
         sa.sa_flags = SA_RESTART;
         sigfillset(&sa.sa_mask);
-        R.sig_saved[signo] = old;
-        R.sig_handler_installed[signo] = sigaction(signo, &sa, NULL) == 0;
+    } else {
+        /* The application's mask and flags (SA_RESTART, SA_ONSTACK, SA_NODEFER, a one-shot
+         * SA_RESETHAND) stay in force. */
+        sa.sa_sigaction = on_signal_chained;
+        sa.sa_flags = old.sa_flags | SA_SIGINFO;
+        sa.sa_mask = old.sa_mask;
     }
+    R.sig_saved[signo] = old;
+    R.sig_handler_installed[signo] = sigaction(signo, &sa, NULL) == 0;
 }
 
 void cq__reactor_signal_unregister(struct cq_source_s *s)
@@ -60,12 +104,21 @@ void cq__reactor_signal_unregister(struct cq_source_s *s)
     if (R.sig_sources[signo]) {
         return;
     }
-    sigdelset(&R.sigmask, signo);
-    if (R.sigfd >= 0) {
-        signalfd(R.sigfd, &R.sigmask, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sigismember(&R.sigmask, signo) == 1) {
+        sigdelset(&R.sigmask, signo);
+        if (R.sigfd >= 0) {
+            signalfd(R.sigfd, &R.sigmask, SFD_CLOEXEC | SFD_NONBLOCK);
+        }
     }
     if (R.sig_handler_installed[signo]) {
-        sigaction(signo, &R.sig_saved[signo], NULL);
+        /* Unless the application installed a handler of its own since (or a one-shot
+         * handler's first signal reset it): that one stays. */
+        struct sigaction now;
+        if (sigaction(signo, NULL, &now) == 0 &&
+            ((now.sa_flags & SA_SIGINFO) ? now.sa_sigaction == on_signal_chained
+                                         : now.sa_handler == on_signal)) {
+            sigaction(signo, &R.sig_saved[signo], NULL);
+        }
         R.sig_handler_installed[signo] = false;
     }
 }
