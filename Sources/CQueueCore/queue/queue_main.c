@@ -109,6 +109,11 @@ static void main_thread_exited(void *unused)
     if (q == NULL) {
         cq__crash("out of memory for the main queue's drain queue");
     }
+    /* The main thread's work goes ahead of the default work (libdispatch gives it a thread of
+     * its own): on the default global queue it waited behind every task queued there, 3 s
+     * behind six tasks of 1 s, for ever behind tasks that requeue themselves
+     * (compat_main_exit_busy). High work gets a CPU at once while the pool is busy. */
+    cq_set_target_queue(q, cq_get_global_queue(CQ_QUEUE_PRIORITY_HIGH, 0));
     /* seq_cst: pairs with cq__main_wakeup's exchange and load (the Dekker pair above) */
     cq__store(&orphan, q, seq_cst);
     /* pairs with cq__main_wakeup's seq_cst exchange (the Dekker pair above) */
