@@ -209,6 +209,55 @@ static void test_thread_naming(void)
     cq_release(nm.done);
 }
 
+/* Naming turned off while a worker carries a queue's label: the worker takes its own name back
+ * when it next runs work or parks, as it does with naming on. It kept the label for good: the
+ * tasks of other queues it ran then showed under it (5-6 of 6), and so did its sleep. */
+struct stale_task {
+    cq_semaphore_t started, go, done;
+};
+
+static void stale_task_run(void *ctx)
+{
+    struct stale_task *st = ctx;
+    cq_semaphore_signal(st->started);
+    WAIT_SEMA(st->go);
+    cq_semaphore_signal(st->done);
+}
+
+static void test_thread_naming_off_gives_names_back(void)
+{
+    struct stale_task st = {cq_semaphore_create(0), cq_semaphore_create(0),
+                            cq_semaphore_create(0)};
+    cq_queue_t q = cq_queue_create("stale-label-q", CQ_QUEUE_SERIAL);
+    cq_runtime_set_thread_naming(true);
+    cq_async_f(q, &st, stale_task_run);
+    WAIT_SEMA(st.started);
+    CHECK_EQ(cq_test_thread_count_named("stale-label-q"), 1);
+    cq_runtime_set_thread_naming(false); /* while the drain runs under the label */
+    cq_semaphore_signal(st.go);
+    WAIT_SEMA(st.done);
+    /* Work of other queues never runs under the label. */
+    for (int i = 0; i < 20; i++) {
+        struct naming nm = {"stale-label-q", 0, cq_semaphore_create(0)};
+        cq_async_f(cq_get_global_queue(CQ_QUEUE_PRIORITY_DEFAULT, 0), &nm, read_name);
+        WAIT_SEMA(nm.done);
+        CHECK(!atomic_load(&nm.matched));
+        cq_release(nm.done);
+    }
+    /* And the worker that had it parks under its own name. */
+    uint64_t deadline = cq_test_now_ns() + 30000000000ull;
+    while (cq_test_thread_count_named("stale-label-q") != 0 && cq_test_now_ns() < deadline) {
+        cq_semaphore_t pause = cq_semaphore_create(0);
+        cq_semaphore_wait(pause, cq_time(CQ_TIME_NOW, 1000000));
+        cq_release(pause);
+    }
+    CHECK_EQ(cq_test_thread_count_named("stale-label-q"), 0);
+    cq_release(q);
+    cq_release(st.started);
+    cq_release(st.go);
+    cq_release(st.done);
+}
+
 int main(void)
 {
 #ifdef HAVE_SDT
@@ -220,6 +269,7 @@ int main(void)
     CHECK(!cq_probe_operation_enabled());
     RUN(test_runs_with_probes_enabled);
     RUN(test_thread_naming);
+    RUN(test_thread_naming_off_gives_names_back);
     if (readelf_missing) {
         fprintf(stderr, "probes skipped: readelf is missing\n");
     }

@@ -182,7 +182,8 @@ struct cq__proc *cq__pool_acquire_proc(struct cq__thread *t, bool may_wait)
     b->nspares++;
     pthread_mutex_unlock(&cq__pool.lock);
     cq__task_idle(); /* a spare may sleep for good: its free tasks must not pin their arenas */
-    cq__pool_park_thread(t); /* until given a proc */
+    cq__thread_name_note(NULL); /* asleep under its own name, as a parked worker is */
+    cq__pool_park_thread(t);    /* until given a proc */
     t->searching = t->wake_searching;
     t->wake_searching = false;
     cq__tls.proc = t->proc;

@@ -71,11 +71,12 @@ CQ_INTERNAL bool cq__is_main_thread(void);
  * draining a serial queue takes the queue's label as its name (the last 15 characters, what
  * /proc/.../comm holds), so `perf report --sort comm` and `top -H` show queues, and takes its
  * own name back when it next runs work of no serial queue's drain or parks (worker.c, park.c;
- * a nested drain gives the name of the drain around it back, queue_drain.c): one prctl per
- * change, none while a worker drains one queue again and again.
- * cq__thread_naming_ms: 0 off (the default; the check is one relaxed load per item), 1 at every
- * change, N > 1 at most one rename to a label per N - 1 ms (a drain that comes sooner runs under
- * the thread's own name).
+ * a nested drain gives the name of the drain around it back, queue_drain.c), or, once naming
+ * is turned off, when it next runs any work or parks: one prctl per change, none while a
+ * worker drains one queue again and again.
+ * cq__thread_naming_ms: 0 off (the default; the check is one thread-local load per item), 1 at
+ * every change, N > 1 at most one rename to a label per N - 1 ms (a drain that comes sooner runs
+ * under the thread's own name).
  */
 CQ_INTERNAL extern _Atomic uint32_t cq__thread_naming_ms;
 /* CQ_THREAD_NAMES, read when the pool starts (unless cq_runtime_set_thread_naming was called
@@ -84,7 +85,10 @@ CQ_INTERNAL void cq__thread_naming_from_env(void);
 CQ_INTERNAL void cq__thread_name_slow(const char *label);
 CQ_INLINE void cq__thread_name_note(const char *label)
 {
-    if (cq__unlikely(cq__load(&cq__thread_naming_ms, relaxed) != 0) && label != cq__tls.named) {
+    /* Naming turned off while the thread carries a label: it goes back to its own name (the
+     * slow path renames only while naming is on). */
+    if (cq__unlikely(label != cq__tls.named) &&
+        (cq__tls.named != NULL || cq__load(&cq__thread_naming_ms, relaxed) != 0)) {
         cq__thread_name_slow(label);
     }
 }

@@ -140,9 +140,10 @@ static inline void run_item(struct cq__thread *t, struct cq__proc *p, struct cq_
 {
     cq__store(&p->tid, cq__load(&t->tid, relaxed), relaxed);
     cq__store(&p->running, 1, relaxed);
-    if (cq__unlikely(cq__load(&cq__thread_naming_ms, relaxed) != 0) && cq__tls.named != NULL &&
-        it->kind != CQ__ITEM_QUEUE) {
-        cq__thread_name_slow(NULL); /* work of no queue's drain: the thread's own name */
+    if (cq__unlikely(cq__tls.named != NULL) &&
+        (it->kind != CQ__ITEM_QUEUE || cq__load(&cq__thread_naming_ms, relaxed) == 0)) {
+        /* work of no queue's drain, or naming was turned off: the thread's own name */
+        cq__thread_name_slow(NULL);
     }
     cq__item_invoke(it);
     if (cq__unlikely(cq__tls.group_queue != NULL)) {
