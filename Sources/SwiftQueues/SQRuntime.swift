@@ -15,7 +15,8 @@ public enum SQRuntime {
     /// Event counts since the process started (C: `struct cq_runtime_counters`). Per-worker
     /// counts are summed on read; none ever goes down.
     public struct Counters: Sendable, Equatable {
-        /// Work items run: tasks, group tasks, source handlers, apply helpers.
+        /// Work items run: tasks, group tasks, source handlers, apply helpers, and each
+        /// operation an ``SQOperationQueue`` starts (it may start many inside one work item).
         public var tasksRun: UInt64
         /// Items a worker took from another worker's run queue.
         public var steals: UInt64
@@ -45,6 +46,32 @@ public enum SQRuntime {
             spareThreads: c.spare_threads, threadLimitHits: c.thread_limit_hits,
             timerFires: c.timer_fires, sourceEvents: c.source_events,
             threadsStarted: c.threads_started)
+    }
+
+    /// The pool's figures (C: `struct cq_runtime_info`), without the lists of ``snapshot()``.
+    public struct PoolInfo: Sendable, Equatable {
+        /// Workers: the CPUs this process may use (affinity, cgroup quota).
+        public var workers: Int
+        /// Runtime threads alive now.
+        public var threads: Int
+        /// The most runtime threads alive at once so far.
+        public var threadsPeak: Int
+        public var threadLimit: Int
+        /// Pool threads blocked in a runtime wait (semaphore, group, sync).
+        public var blockedThreads: Int
+        /// Spare threads parked, ready to replace a blocked worker.
+        public var spareThreads: Int
+    }
+
+    /// The pool now (`cq_runtime_get_info`; starts the pool if it is not running). Cheap: it
+    /// walks no queue, unlike ``snapshot()``.
+    public static var pool: PoolInfo {
+        var info = cq_runtime_info()
+        cq_runtime_get_info(&info)
+        return PoolInfo(
+            workers: Int(info.workers), threads: Int(info.threads),
+            threadsPeak: Int(info.threads_peak), threadLimit: Int(info.thread_limit),
+            blockedThreads: Int(info.blocked), spareThreads: Int(info.spares_parked))
     }
 
     /// A queue as ``snapshot()`` saw it.

@@ -72,6 +72,41 @@ static void test_tasks_counted(void)
     cq_release(conc);
 }
 
+/* tasks_outside: what no worker's count has. At rest, the workers' counts and it add up to
+ * tasks_run (the dump printed the workers' counts and the total, which then did not add up
+ * when the main thread had run tasks, and said nothing of the difference). */
+static void add_worker_tasks(void *ctx, const struct cq_introspect_worker *w)
+{
+    *(uint64_t *)ctx += w->tasks_run;
+}
+
+static void test_tasks_outside_workers(void)
+{
+    struct cq_runtime_counters before = read_counters();
+    /* The main thread syncing onto the main queue runs the tasks queued there first. */
+    for (int i = 0; i < 10; i++) {
+        cq_async_f(cq_get_main_queue(), NULL, noop);
+    }
+    cq_sync_f(cq_get_main_queue(), NULL, noop);
+    struct cq_runtime_counters after = read_counters();
+    CHECK(after.tasks_outside - before.tasks_outside >= 10);
+    /* At rest (no task ran between the two reads around the workers' counts), the sum adds
+     * up exactly. */
+    bool at_rest = false;
+    for (int attempt = 0; attempt < 1000 && !at_rest; attempt++) {
+        uint64_t workers = 0;
+        struct cq_introspect_visitor v = {.worker = add_worker_tasks};
+        struct cq_runtime_counters first = read_counters();
+        cq_introspect(&v, &workers);
+        struct cq_runtime_counters second = read_counters();
+        if (first.tasks_run == second.tasks_run) {
+            at_rest = true;
+            CHECK_EQ(workers + second.tasks_outside, second.tasks_run);
+        }
+    }
+    CHECK(at_rest);
+}
+
 static void test_timers_and_sources_counted(void)
 {
     struct cq_runtime_counters before = read_counters();
@@ -227,6 +262,7 @@ static void test_every_runtime_thread_is_named(void)
 int main(void)
 {
     RUN(test_tasks_counted);
+    RUN(test_tasks_outside_workers);
     RUN(test_timers_and_sources_counted);
     RUN(test_parks_when_idle);
     RUN(test_short_size);

@@ -316,6 +316,29 @@ static void test_queues_workers_sources(void)
     cq_release(serial);
 }
 
+/* Labels are the application's: the dump escapes their control characters, so a label cannot
+ * forge lines of it (it printed a fake "queues:" line and a fake queue). */
+static void test_dump_escapes_labels(void)
+{
+    cq_queue_t q = cq_queue_create("intro.evil\nqueues:\n  forged.queue serial", CQ_QUEUE_SERIAL);
+    FILE *f = tmpfile();
+    REQUIRE(f != NULL);
+    cq_introspect_dump(f);
+    rewind(f);
+    char line[512];
+    int queue_headers = 0, forged = 0, escaped = 0;
+    while (fgets(line, sizeof line, f)) {
+        queue_headers += strcmp(line, "queues:\n") == 0;
+        forged += strncmp(line, "  forged.queue", 14) == 0;
+        escaped += strstr(line, "intro.evil\\nqueues:\\n  forged.queue") != NULL;
+    }
+    fclose(f);
+    CHECK_EQ(queue_headers, 1);
+    CHECK_EQ(forged, 0);
+    CHECK_EQ(escaped, 1);
+    cq_release(q);
+}
+
 /* A released queue leaves the list once it is freed (after its last task). */
 static void test_freed_queue_leaves(void)
 {
@@ -333,6 +356,7 @@ int main(void)
 {
     RUN(test_worker_tids);
     RUN(test_queues_workers_sources);
+    RUN(test_dump_escapes_labels);
     RUN(test_freed_queue_leaves);
     TEST_MAIN_END();
 }

@@ -19,9 +19,9 @@
 #endif
 
 static const char *const probes[] = {
-    "task_enqueue", "task_start",   "task_finish", "steal",      "worker_park",
-    "worker_unpark", "spare_start", "thread_limit", "source_event", "timer_fire",
-    "operation_state",
+    "task_enqueue", "task_start",    "task_finish",     "steal",
+    "worker_park",  "worker_unpark", "spare_start",     "thread_limit",
+    "source_event", "timer_fire",    "operation_state",
 };
 #define NPROBES (sizeof probes / sizeof probes[0])
 
@@ -98,14 +98,15 @@ static void test_notes_in_static_link(void)
 /* The library's semaphores (hidden symbols, reachable from this static link). */
 #define X(name) extern volatile unsigned short swiftqueues_##name##_semaphore;
 X(task_enqueue)
-X(task_start) X(task_finish) X(steal) X(worker_park) X(worker_unpark) X(spare_start)
-    X(thread_limit) X(source_event) X(timer_fire) X(operation_state) X(label_change)
+X(task_start)
+X(task_finish) X(steal) X(worker_park) X(worker_unpark) X(spare_start) X(thread_limit)
+    X(source_event) X(timer_fire) X(operation_state) X(label_change)
 #undef X
 
-/* Stands in for the tracer: perf writes these counters from outside the process, which
- * ThreadSanitizer never sees; the library reads them plainly (sys/sdt.h), so the stand-in's
- * writes are kept out of the race detector too. */
-__attribute__((no_sanitize("thread"))) static void set_all(unsigned short v)
+    /* Stands in for the tracer: perf writes these counters from outside the process, which
+     * ThreadSanitizer never sees; the library reads them plainly (sys/sdt.h), so the stand-in's
+     * writes are kept out of the race detector too. */
+    __attribute__((no_sanitize("thread"))) static void set_all(unsigned short v)
 {
     swiftqueues_task_enqueue_semaphore = v;
     swiftqueues_task_start_semaphore = v;
@@ -201,7 +202,7 @@ static void test_thread_naming(void)
     struct naming nm = {"tn.serial-queue", 0, cq_semaphore_create(0)};
     cq_queue_t q = cq_queue_create("com.example.tn.serial-queue", CQ_QUEUE_SERIAL);
     cq_runtime_set_thread_naming(true); /* every change of label, no rate limit */
-    cq_async_f(q, &nm, read_name);       /* the drain names its worker before it runs this */
+    cq_async_f(q, &nm, read_name);      /* the drain names its worker before it runs this */
     WAIT_SEMA(nm.done);
     CHECK(atomic_load(&nm.matched));
     cq_runtime_set_thread_naming(false);
@@ -226,8 +227,7 @@ static void stale_task_run(void *ctx)
 
 static void test_thread_naming_off_gives_names_back(void)
 {
-    struct stale_task st = {cq_semaphore_create(0), cq_semaphore_create(0),
-                            cq_semaphore_create(0)};
+    struct stale_task st = {cq_semaphore_create(0), cq_semaphore_create(0), cq_semaphore_create(0)};
     cq_queue_t q = cq_queue_create("stale-label-q", CQ_QUEUE_SERIAL);
     cq_runtime_set_thread_naming(true);
     cq_async_f(q, &st, stale_task_run);

@@ -184,12 +184,13 @@ static void dump_pool(void *ctx, const struct cq_introspect_pool *p)
             p->workers, p->threads, p->thread_limit, p->blocked, p->spares_parked,
             p->blocked_in_tasks);
     fprintf(out,
-            "counters: tasks %llu, steals %llu, parks %llu, unparks %llu, spare threads %llu, "
-            "thread-limit hits %llu, timer fires %llu, source events %llu\n",
-            (unsigned long long)c.tasks_run, (unsigned long long)c.steals,
-            (unsigned long long)c.parks, (unsigned long long)c.unparks,
-            (unsigned long long)c.spare_threads, (unsigned long long)c.thread_limit_hits,
-            (unsigned long long)c.timer_fires, (unsigned long long)c.source_events);
+            "counters: tasks %llu (%llu outside workers), steals %llu, parks %llu, unparks %llu, "
+            "spare threads %llu, thread-limit hits %llu, timer fires %llu, source events %llu\n",
+            (unsigned long long)c.tasks_run, (unsigned long long)c.tasks_outside,
+            (unsigned long long)c.steals, (unsigned long long)c.parks,
+            (unsigned long long)c.unparks, (unsigned long long)c.spare_threads,
+            (unsigned long long)c.thread_limit_hits, (unsigned long long)c.timer_fires,
+            (unsigned long long)c.source_events);
     fprintf(out, "workers:\n");
 }
 
@@ -214,11 +215,14 @@ static void dump_queue(void *ctx, const struct cq_introspect_queue *q)
         fprintf(d->out, "queues:\n");
         d->queues_header = true;
     }
+    /* Labels are the application's: escaped, a label with a newline could forge dump lines. */
+    char label[128];
+    cq__escape_label(q->label, label, sizeof label);
     if (q->kind == CQ_INTROSPECT_QUEUE_GLOBAL) {
-        fprintf(d->out, "  %-32s global\n", q->label);
+        fprintf(d->out, "  %-32s global\n", label);
         return;
     }
-    fprintf(d->out, "  %-32s %-10s", q->label, queue_kind_name(q->kind));
+    fprintf(d->out, "  %-32s %-10s", label, queue_kind_name(q->kind));
     fprintf(d->out, " running %u", q->running);
     if (q->queued) {
         fprintf(d->out, ", %u waiting", q->queued);
@@ -228,7 +232,7 @@ static void dump_queue(void *ctx, const struct cq_introspect_queue *q)
         fprintf(d->out, ", suspended %u", q->suspend_count);
     }
     if (q->target_label[0]) {
-        fprintf(d->out, " -> %s", q->target_label);
+        fprintf(d->out, " -> %s", cq__escape_label(q->target_label, label, sizeof label));
     }
     fprintf(d->out, "\n");
 }
@@ -240,8 +244,10 @@ static void dump_source(void *ctx, const struct cq_introspect_source *s)
         fprintf(d->out, "sources:\n");
         d->sources_header = true;
     }
+    char label[128];
     fprintf(d->out, "  %-7s handle %-6llu mask %#llx on %s%s%s%s", s->type,
-            (unsigned long long)s->handle, (unsigned long long)s->mask, s->target_label,
+            (unsigned long long)s->handle, (unsigned long long)s->mask,
+            cq__escape_label(s->target_label, label, sizeof label),
             s->registered ? ", registered" : "", s->cancelled ? ", cancelled" : "",
             s->activated ? "" : ", not activated");
     if (s->suspend_count && s->activated) {

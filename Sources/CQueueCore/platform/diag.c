@@ -53,9 +53,7 @@ bool cq__report_once(atomic_bool *flag, const char *fmt, ...)
     return true;
 }
 
-/* `label` with its control characters escaped (\n, \t, \xHH), so that a message stays one
- * line; cut to fit `size`. */
-static const char *escape_label(const char *label, char *out, size_t size)
+const char *cq__escape_label(const char *label, char *out, unsigned long size)
 {
     size_t n = 0;
     for (const unsigned char *c = (const unsigned char *)label; *c && n + 5 < size; c++) {
@@ -82,7 +80,7 @@ const char *cq__describe(const void *object, char *buf, unsigned long size)
     } else if (o->cls->label) { /* a queue: its label */
         char label[128];
         snprintf(buf, size, "%s \"%s\" (%p)", o->cls->name,
-                 escape_label(o->cls->label(o), label, sizeof label), object);
+                 cq__escape_label(o->cls->label(o), label, sizeof label), object);
     } else {
         snprintf(buf, size, "%s %p", o->cls->name, object);
     }

@@ -20,6 +20,10 @@ CQ_INTERNAL __attribute__((cold, format(printf, 2, 3))) bool cq__report_once(ato
 /* Prints "CQueueCore: <message>" (recoverable bad input, e.g. a negative semaphore value). */
 CQ_INTERNAL __attribute__((cold, format(printf, 1, 2))) void cq__report(const char *fmt, ...);
 
+/* `label` with its control characters escaped (\n, \t, \xHH), so that a message or a dump
+ * line stays one line; cut to fit `size`. Returns `out`. */
+CQ_INTERNAL const char *cq__escape_label(const char *label, char *out, unsigned long size);
+
 /* Describes an object for messages: `queue "label" (0x...)`, `semaphore (0x...)`. */
 CQ_INTERNAL const char *cq__describe(const void *object, char *buf, unsigned long size);
 

@@ -133,7 +133,8 @@ struct cq__global_counters {
     _Atomic uint64_t spares_started;  /* spare threads woken or started for a blocked worker */
     _Atomic uint64_t timer_fires;     /* cq_after_f calls run and timer source fires */
     _Atomic uint64_t source_events;   /* source event handlers run */
-    _Atomic uint64_t tasks_outside;   /* items run on threads without a proc (main, waiters) */
+    _Atomic uint64_t tasks_outside;   /* items run on threads without a proc (main, waiters),
+                                         and operations run inside another one (Swift) */
     _Atomic uint64_t threads_started; /* runtime threads created, all kinds */
 };
 CQ_INTERNAL extern struct cq__global_counters cq__counters;

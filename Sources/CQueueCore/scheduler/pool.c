@@ -442,7 +442,8 @@ size_t cq_runtime_get_counters(struct cq_runtime_counters *out, size_t size)
         c.unparks += cq__load(&p->n_unparks, relaxed);
     }
     c.workers_counted = n;
-    c.tasks_run += cq__load(&cq__counters.tasks_outside, relaxed);
+    c.tasks_outside = cq__load(&cq__counters.tasks_outside, relaxed);
+    c.tasks_run += c.tasks_outside;
     c.spare_threads = cq__load(&cq__counters.spares_started, relaxed);
     c.thread_limit_hits = cq__load(&cq__pool.limit_reached, relaxed);
     c.timer_fires = cq__load(&cq__counters.timer_fires, relaxed);

@@ -250,3 +250,8 @@ void cq_probe_operation_state(const char *name, int state)
 {
     CQ_PROBE2(operation_state, name ? name : "", state);
 }
+
+void cq_swift_count_tasks(uint64_t n)
+{
+    cq__count(tasks_outside, n);
+}

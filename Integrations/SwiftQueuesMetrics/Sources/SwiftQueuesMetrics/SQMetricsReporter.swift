@@ -46,8 +46,9 @@ public final class SQMetricsReporter: @unchecked Sendable {
     /// - Parameters:
     ///   - interval: how often to report (default 10 s).
     ///   - dimensions: added to every metric (a service name, say).
-    ///   - includeSnapshot: also report the gauges that need ``SQRuntime/snapshot()`` (the live
-    ///     queue count); it walks every queue, so keep it off with very many queues.
+    ///   - includeSnapshot: also report `swiftqueues_queues`, the live queue count, which
+    ///     needs ``SQRuntime/snapshot()``: it walks every queue, so keep it off with very many
+    ///     queues. The other gauges are reported either way (``SQRuntime/pool``).
     ///   - factory: the metrics backend; `nil` means `MetricsSystem.factory`.
     public init(
         interval: SQTimeInterval = .seconds(10), dimensions: [(String, String)] = [],
@@ -102,13 +103,15 @@ public final class SQMetricsReporter: @unchecked Sendable {
             counters[i].increment(by: Int64(clamping: value - last[i]))
             last[i] = value
         }
+        // The pool's gauges from its figures alone (with includeSnapshot off, none of them
+        // was reported: they came from the snapshot, which only the queue count needs).
+        let pool = SQRuntime.pool
+        gauges[0].record(pool.threads)
+        gauges[1].record(pool.workers)
+        gauges[2].record(pool.blockedThreads)
+        gauges[3].record(pool.spareThreads)
         if includeSnapshot {
-            let s = SQRuntime.snapshot()
-            gauges[0].record(s.threads)
-            gauges[1].record(s.workers)
-            gauges[2].record(s.blockedThreads)
-            gauges[3].record(s.spareThreads)
-            gauges[4].record(s.queues.count)
+            gauges[4].record(SQRuntime.snapshot().queues.count)
         }
     }
 }

@@ -109,6 +109,20 @@ final class SQMetricsReporterTests: XCTestCase {
         }
     }
 
+    /// Without the snapshot, the pool's gauges are still reported; only the queue count is
+    /// not (none of the five was).
+    func testPoolGaugesWithoutSnapshot() {
+        let metrics = TestMetrics()
+        let reporter = SQMetricsReporter(includeSnapshot: false, factory: metrics)
+        runTasks(10)
+        reporter.report()
+        XCTAssertGreaterThanOrEqual(metrics.gauge("swiftqueues_threads") ?? 0, 1)
+        XCTAssertGreaterThanOrEqual(metrics.gauge("swiftqueues_workers") ?? 0, 1)
+        XCTAssertNotNil(metrics.gauge("swiftqueues_blocked_threads"))
+        XCTAssertNotNil(metrics.gauge("swiftqueues_spare_threads"))
+        XCTAssertNil(metrics.gauge("swiftqueues_queues"))
+    }
+
     /// The timer reports by itself once started.
     func testStartedReporterReportsPeriodically() {
         let metrics = TestMetrics()

@@ -49,7 +49,8 @@ CQ_EXPORT void cq_runtime_get_info(struct cq_runtime_info *info);
 struct cq_runtime_counters {
     uint64_t tasks_run;         /* work items run: tasks, group tasks, sources' turns on their
                                    queues (a handler each, but the activation's turn may run
-                                   none), apply helpers (not the drains that run them) */
+                                   none), apply helpers (not the drains that run them), each
+                                   operation of a SwiftQueues operation queue */
     uint64_t steals;            /* items a worker took from another worker's run queue */
     uint64_t parks;             /* times a worker went to sleep for want of work */
     uint64_t unparks;           /* times a parked worker was woken */
@@ -68,6 +69,10 @@ struct cq_runtime_counters {
                                    spares, extra workers, the reactor, the monitor, the
                                    trimmer, liburcu's callback thread "cq-rcu"): a figure
                                    that grows while the process runs is thread churn */
+    uint64_t tasks_outside;     /* of tasks_run, those no worker's count has: run by threads
+                                   other than workers (the main thread, a thread waiting in a
+                                   sync or a group wait that runs what it waits for), and
+                                   SwiftQueues operations started inside another's work item */
 };
 
 /*

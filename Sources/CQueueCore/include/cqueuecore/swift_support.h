@@ -147,6 +147,15 @@ CQ_EXPORT cq_work_item_t cq_swift_work_item_create(unsigned long flags, cq_funct
 CQ_EXPORT bool cq_probe_operation_enabled(void);
 CQ_EXPORT void cq_probe_operation_state(const char *name, int state);
 
+/*
+ * cq_swift_count_tasks
+ *   Adds `n` to the tasks the runtime counts as run (cq_runtime_get_counters' tasks_run):
+ *   SwiftQueues' operation queues start many operations inside one pool work item (operations
+ *   handed from one to the next), and count each of them as a task, as one submitted on its
+ *   own is. Thread-safe; one atomic add.
+ */
+CQ_EXPORT void cq_swift_count_tasks(uint64_t n);
+
 CQ_END_DECLS
 
 #endif /* CQUEUECORE_SWIFT_SUPPORT_H */
