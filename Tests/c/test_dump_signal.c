@@ -15,6 +15,7 @@
 #include <cqueuecore/introspect.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/wait.h>
 
 #include "cq_test.h"
@@ -41,6 +42,46 @@ static __attribute__((noreturn)) void dump_child(void)
     cq_semaphore_t s = cq_semaphore_create(0);
     cq_async_f(q, s, signal_sema); /* starts the pool, and so the watch */
     cq_semaphore_wait(s, CQ_TIME_FOREVER);
+    printf("ready\n");
+    fflush(stdout);
+    for (;;) {
+        pause();
+    }
+}
+
+/* The child for a hang of queues used as locks only: two plain threads each hold one serial
+ * queue (a cq_sync_f) and sync onto the other's. Nothing starts the pool, and the watch started
+ * with the pool: the signal did nothing (the disposition stays ignored until the watch). The
+ * watch starts with the first queue now. */
+static cq_queue_t lock_a, lock_b;
+static pthread_barrier_t both_inside;
+
+static void inner(void *ctx)
+{
+    (void)ctx;
+}
+
+static void outer(void *ctx)
+{
+    pthread_barrier_wait(&both_inside);
+    cq_sync_f(ctx, NULL, inner); /* the other thread's queue: waits for ever */
+}
+
+static void *lock_thread(void *first)
+{
+    cq_sync_f(first, first == lock_a ? lock_b : lock_a, outer);
+    return NULL;
+}
+
+static __attribute__((noreturn)) void lock_child(void)
+{
+    lock_a = cq_queue_create("intro.lock-a", CQ_QUEUE_SERIAL);
+    lock_b = cq_queue_create("intro.lock-b", CQ_QUEUE_SERIAL);
+    pthread_barrier_init(&both_inside, NULL, 3);
+    pthread_t a, b;
+    REQUIRE(pthread_create(&a, NULL, lock_thread, lock_a) == 0);
+    REQUIRE(pthread_create(&b, NULL, lock_thread, lock_b) == 0);
+    pthread_barrier_wait(&both_inside);
     printf("ready\n");
     fflush(stdout);
     for (;;) {
@@ -106,10 +147,11 @@ static int finish(struct child c)
     return status;
 }
 
-/* CQ_DUMP_SIGNAL=value: signal `signo` makes the child dump (no message before it). */
-static void expect_dump(const char *value, int signo)
+/* CQ_DUMP_SIGNAL=value: signal `signo` makes the child of `mode` dump, naming `label` (no
+ * message before it). */
+static void expect_dump_of(const char *value, int signo, const char *mode, const char *label)
 {
-    struct child c = spawn(value, "--dump-child");
+    struct child c = spawn(value, mode);
     char buf[65536];
     size_t len = 0;
     ssize_t n = read(c.out, buf, sizeof buf - 1); /* "ready" */
@@ -125,7 +167,7 @@ static void expect_dump(const char *value, int signo)
             len += (size_t)n;
         }
         buf[len] = '\0';
-        found = strstr(buf, "intro.hung-service") != NULL && strstr(buf, "---- end ----");
+        found = strstr(buf, label) != NULL && strstr(buf, "---- end ----");
         exited = waitpid(c.pid, NULL, WNOHANG) == c.pid; /* killed by the signal */
         if (len > sizeof buf / 2) {
             len = 0;
@@ -142,6 +184,11 @@ static void expect_dump(const char *value, int signo)
         close(c.out);
         close(c.err);
     }
+}
+
+static void expect_dump(const char *value, int signo)
+{
+    expect_dump_of(value, signo, "--dump-child", "intro.hung-service");
 }
 
 /* CQ_DUMP_SIGNAL=value: the runtime says `message` on one line and watches no signal. */
@@ -370,6 +417,11 @@ static void test_dump_signal(void)
     expect_dump("SIGUSR2", SIGUSR2);
 }
 
+static void test_dump_signal_without_pool(void)
+{
+    expect_dump_of("SIGUSR2", SIGUSR2, "--lock-child", "intro.lock-b");
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--dump-child") == 0) {
@@ -381,7 +433,11 @@ int main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "--fork-child") == 0) {
         fork_child();
     }
+    if (argc > 1 && strcmp(argv[1], "--lock-child") == 0) {
+        lock_child();
+    }
     RUN(test_dump_signal);
+    RUN(test_dump_signal_without_pool);
     RUN(test_dump_signal_values);
     RUN(test_dump_signal_fork);
     TEST_MAIN_END();

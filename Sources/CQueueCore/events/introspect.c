@@ -366,7 +366,8 @@ static bool watchable(int signo, char *why, size_t size)
     return false;
 }
 
-/* After the pool first starts: watch the signal with a SIGNAL source (no handler: the reactor
+/* After the pool first starts (with the first queue: cq__pool_start_with_queues): watch the
+ * signal with a SIGNAL source (no handler: the reactor
  * itself writes the dump when the signal arrives, see reactor_signal.c). In a forked child, again
  * when the child's pool starts (the inherited source belongs to the parent's reactor). */
 static void dump_signal_start(void)
@@ -407,6 +408,7 @@ CQ_EARLY_INIT static void dump_signal_init(void)
         signal(cq__dump_signo, SIG_IGN);
     }
     cq__pool_on_start_register(dump_signal_start);
+    cq__pool_start_with_queues = true;
 }
 
 static void registry_fork_prepare(void)

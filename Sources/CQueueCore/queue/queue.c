@@ -96,6 +96,9 @@ cq_queue_t cq_queue_create(const char *label, cq_queue_attr_t attr)
     atomic_init(&q->state, 0);
     q->fork_gen = cq__fork_gen;
     cq__queue_registry_add(q);
+    if (cq__unlikely(cq__pool_start_with_queues)) {
+        cq__pool_ensure_started();
+    }
     return q;
 }
 

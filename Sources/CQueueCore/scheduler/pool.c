@@ -39,6 +39,7 @@ struct cq__pool_state cq__pool = {
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER; /* pool_init runs under it */
 static void (*on_start)(void); /* cq__pool_on_start_register (set by constructors) */
 _Atomic bool cq__pool_started;
+bool cq__pool_start_with_queues;
 
 /* What each band runs: its levels, the level of its fast path and LIFO slot. */
 static const struct {

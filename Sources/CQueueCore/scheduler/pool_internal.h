@@ -278,6 +278,10 @@ enum {
 };
 
 CQ_INTERNAL void cq__pool_ensure_started(void);
+/* Set before main (CQ_DUMP_SIGNAL, introspect.c): the first queue created starts the pool,
+ * and the watch that starts with it. A process whose threads only sync onto queues (queues as
+ * locks) never starts it otherwise, and its hangs, the commonest, could not be dumped. */
+CQ_INTERNAL extern bool cq__pool_start_with_queues;
 
 /* Makes `it` runnable at priority index `prio` (CQ__PRIO_*). */
 CQ_INTERNAL void cq__pool_push(struct cq__item *it, unsigned prio, unsigned flags);
