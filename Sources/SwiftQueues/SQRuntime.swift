@@ -52,10 +52,12 @@ public enum SQRuntime {
     public struct PoolInfo: Sendable, Equatable {
         /// Workers: the CPUs this process may use (affinity, cgroup quota).
         public var workers: Int
-        /// Runtime threads alive now.
+        /// Pool threads alive now (workers, spares, threads blocked in runtime waits; not the
+        /// runtime's few threads of its own: the reactor, the monitor, the I/O threads).
         public var threads: Int
-        /// The most runtime threads alive at once so far.
+        /// The most pool threads alive at once so far.
         public var threadsPeak: Int
+        /// The most pool threads the runtime starts (`CQ_THREAD_LIMIT`).
         public var threadLimit: Int
         /// Pool threads blocked in a runtime wait (semaphore, group, sync).
         public var blockedThreads: Int

@@ -99,8 +99,9 @@ static void test_notes_in_static_link(void)
 #define X(name) extern volatile unsigned short swiftqueues_##name##_semaphore;
 X(task_enqueue)
 X(task_start)
-X(task_finish) X(steal) X(worker_park) X(worker_unpark) X(spare_start) X(thread_limit)
-    X(source_event) X(timer_fire) X(operation_state) X(label_change)
+X(task_finish)
+X(steal) X(worker_park) X(worker_unpark) X(spare_start) X(thread_limit) X(source_event)
+    X(timer_fire) X(operation_state) X(label_change)
 #undef X
 
     /* Stands in for the tracer: perf writes these counters from outside the process, which
@@ -205,7 +206,17 @@ static void test_thread_naming(void)
     cq_async_f(q, &nm, read_name);      /* the drain names its worker before it runs this */
     WAIT_SEMA(nm.done);
     CHECK(atomic_load(&nm.matched));
+    /* The name is the label's last 15 bytes, from a character's start: this label's last 15
+     * bytes start inside an "é" (2 bytes), and the name was not valid UTF-8. */
+    struct naming utf8 = {"\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9", 0, cq_semaphore_create(0)};
+    cq_queue_t e = cq_queue_create("com.example.\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9",
+                                   CQ_QUEUE_SERIAL);
+    cq_async_f(e, &utf8, read_name);
+    WAIT_SEMA(utf8.done);
+    CHECK(atomic_load(&utf8.matched));
     cq_runtime_set_thread_naming(false);
+    cq_release(e);
+    cq_release(utf8.done);
     cq_release(q);
     cq_release(nm.done);
 }

@@ -48,6 +48,9 @@ void cq__thread_name_slow(const char *label)
             now - cq__tls.named_ns >= (uint64_t)(ms - 1) * 1000000u) {
             size_t n = strlen(label);
             const char *name = n > 15 ? label + (n - 15) : label; /* a label's end says most */
+            while ((*name & 0xc0) == 0x80) {
+                name++; /* not from inside a UTF-8 character: the name stays valid text */
+            }
             if (*name != '\0') {
                 cq__tls.named = label;
                 cq__tls.named_ns = now;

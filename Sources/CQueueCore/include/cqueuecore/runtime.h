@@ -12,11 +12,14 @@ struct cq_runtime_info {
     uint32_t workers;      /* workers: CPUs usable by this process (affinity, cgroup quota) */
     uint32_t procs;        /* run queues for high, default and low work: workers plus extra
                               ones added by the monitor */
-    uint32_t threads;      /* runtime threads alive now (workers, spares, blocked waiters) */
-    uint32_t threads_peak; /* the most runtime threads alive at once so far */
-    /* Hard cap on runtime threads: CQ_THREAD_LIMIT in the environment (default
+    uint32_t threads;      /* pool threads alive now (workers, spares, blocked waiters); the
+                              runtime's other threads (reactor, monitor, I/O, trimmer) are not
+                              counted here (threads_started in cq_runtime_counters counts them) */
+    uint32_t threads_peak; /* the most pool threads alive at once so far */
+    /* Hard cap on pool threads: CQ_THREAD_LIMIT in the environment (default
      * max(255, 16 x workers)), clamped to at least 2 x workers + 1 (every band's workers must
-     * be able to run) with a one-line message (docs/misuse.md) */
+     * be able to run) with a one-line message (docs/misuse.md). The runtime's few threads of
+     * its own (the reactor, the monitor, the I/O pool's, the trimmer) come on top */
     uint32_t thread_limit;
     uint32_t spares_parked;  /* spare threads parked, ready to take over a blocked worker's CPU */
     uint32_t blocked;        /* pool threads blocked in a runtime wait right now */
