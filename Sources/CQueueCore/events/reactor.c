@@ -240,9 +240,7 @@ void cq__reactor_fork_child(void)
         }
     }
     for (int signo = 1; signo < _NSIG; signo++) {
-        if (R.sig_handler_installed[signo]) {
-            sigaction(signo, &R.sig_saved[signo], NULL);
-        }
+        cq__reactor_signal_restore(signo);
     }
     if (R.sigfd >= 0) {
         close(R.sigfd);

@@ -89,6 +89,9 @@ CQ_INTERNAL void cq__reactor_signal_unregister(struct cq_source_s *s);
 CQ_INTERNAL void cq__reactor_read_signalfd(void);
 CQ_INTERNAL void cq__reactor_signals_counted(void);
 CQ_INTERNAL void cq__reactor_signal_counts_reset(void); /* fork child */
+/* The disposition signal `signo` had before the runtime's handler, unless the application
+ * has installed another since (last source gone; fork child). */
+CQ_INTERNAL void cq__reactor_signal_restore(int signo);
 
 /* reactor_vnode.c: VNODE sources, one inotify watch per inode shared by its sources. */
 CQ_INTERNAL void cq__reactor_watch_register(struct cq_source_s *s);

@@ -110,6 +110,11 @@ void cq__reactor_signal_unregister(struct cq_source_s *s)
             signalfd(R.sigfd, &R.sigmask, SFD_CLOEXEC | SFD_NONBLOCK);
         }
     }
+    cq__reactor_signal_restore(signo);
+}
+
+void cq__reactor_signal_restore(int signo)
+{
     if (R.sig_handler_installed[signo]) {
         /* Unless the application installed a handler of its own since (or a one-shot
          * handler's first signal reset it): that one stays. */
