@@ -24,6 +24,7 @@
 #include "events/source_internal.h"
 #include "platform/diag_internal.h"
 #include "platform/parker_internal.h"
+#include "platform/rcu_internal.h"
 #include "queue/queue_internal.h"
 #include "scheduler/pool_internal.h"
 
@@ -108,6 +109,7 @@ static cq_source_t fail(int err)
 cq_source_t cq_source_create(cq_source_type_t type, uintptr_t handle, uintptr_t mask,
                              cq_queue_t queue)
 {
+    cq__rcu_throttle(); /* sources are freed after a grace period: rcu_internal.h */
     bool known = false;
     for (size_t i = 1; i < sizeof types / sizeof types[0]; i++) {
         known |= type == types[i];
@@ -190,6 +192,7 @@ cq_source_t cq_source_create(cq_source_type_t type, uintptr_t handle, uintptr_t 
     s->fork_gen = cq__fork_gen;
     atomic_init(&s->state, CQ__SS_SUSPEND_ONE); /* created suspended */
     cq__ref_retain(&q->obj);
+    cq__queue_mark_targeted(q);
     atomic_init(&s->target, q);
     cq__source_registry_add(s);
     return s;
@@ -738,6 +741,7 @@ static void release_old_target(struct rcu_head *head)
 void cq__source_set_target(struct cq_source_s *s, struct cq_queue_s *q)
 {
     cq__ref_retain(&q->obj);
+    cq__queue_mark_targeted(q);
     /* pairs with the acquire load of s->target in source_wake's push under rcu_read_lock */
     struct cq_queue_s *old = cq__xchg(&s->target, q, acq_rel);
     struct old_target *o = malloc(sizeof *o);

@@ -10,6 +10,11 @@
 #include <urcu/call-rcu.h>
 
 char cq__rcu_tsan_sync;
+_Atomic uint64_t cq__rcu_pending;
+
+/* liburcu's callback thread (named below); a thread's own wait for it would never end. */
+static pthread_t callback_thread;
+static _Atomic bool callback_thread_known;
 
 /* liburcu starts one callback thread for call_rcu (ours is its only user): name it as the
  * runtime's other threads are named, so that ps -L, perf and top show whose it is, and count
@@ -19,6 +24,10 @@ static void name_callback_thread(void)
     pthread_t t = urcu_bp_get_call_rcu_thread(urcu_bp_get_default_call_rcu_data());
     pthread_setname_np(t, "cq-rcu");
     cq__count(threads_started, 1);
+    callback_thread = t;
+    /* release: callback_thread is written before the flag; pairs with the acquire load in
+     * cq__rcu_throttle_slow */
+    cq__store(&callback_thread_known, true, release);
 }
 
 static pthread_once_t named = PTHREAD_ONCE_INIT;
@@ -51,7 +60,19 @@ void cq__rcu_defer(struct rcu_head *head, void (*fn)(struct rcu_head *))
     }
     pthread_once(&named, name_callback_thread);
     cq__tsan_release(head);
+    cq__add(&cq__rcu_pending, 1, relaxed);
     urcu_bp_call_rcu(head, fn);
+}
+
+void cq__rcu_throttle_slow(void)
+{
+    /* acquire: pairs with the release store in name_callback_thread (callback_thread) */
+    if (urcu_bp_read_ongoing() || cq__load(&child_restart_pending, relaxed) ||
+        !cq__load(&callback_thread_known, acquire) ||
+        pthread_equal(pthread_self(), callback_thread)) {
+        return;
+    }
+    urcu_bp_barrier();
 }
 
 /* A child that forks again before its call_rcu side has restarted (a daemon's double fork)
@@ -82,6 +103,9 @@ void cq__rcu_call_rcu_fork_parent(void)
  * stays held by this (the only) thread until then. */
 void cq__rcu_call_rcu_fork_child(void)
 {
+    /* the parent's frees are the parent's to run; the child counts its own */
+    cq__store(&cq__rcu_pending, 0, relaxed);
+    cq__store(&callback_thread_known, false, relaxed); /* named again on restart */
     cq__store(&child_restart_pending, true, relaxed);
     pthread_mutex_unlock(&child_restart_lock); /* taken in prepare by this thread */
 }

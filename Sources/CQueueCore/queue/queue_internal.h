@@ -61,14 +61,21 @@ enum cq__queue_kind {
 
 struct cq__specifics;
 
+/* `q` becomes the target of a queue or source (see `targeted`). */
+#define cq__queue_mark_targeted(q) cq__store(&(q)->targeted, true, relaxed)
+
 struct cq_queue_s {
     struct cq__object obj;
     struct cq__item item; /* how this queue waits on its target */
     uint8_t kind;         /* enum cq__queue_kind, written once */
     uint8_t prio;         /* root queues: pool priority index */
     bool retargeted;      /* written by a retarget barrier, read by its drain */
-    uint32_t fork_gen;    /* cq__fork_gen it was created or adopted under */
-    char *label;          /* written once */
+    /* Some queue or source has had it as its target: a walk up a chain under the RCU read lock
+     * may reach it, so its memory goes after a grace period (queue_free). Set before the link
+     * is published; read when the last reference goes, after every link to it has been. */
+    _Atomic bool targeted;
+    uint32_t fork_gen; /* cq__fork_gen it was created or adopted under */
+    char *label;       /* written once */
     /* Changed only by a retarget barrier (holding LOCK). Read by whoever holds the queue (its
      * LOCK, one unit of its width, or its ENQUEUED state), which makes the chain below a held
      * queue stable; any other reader walks it under an RCU read lock. */
