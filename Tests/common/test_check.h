@@ -59,16 +59,24 @@ static int test_failures;
         }                                                                                       \
     } while (0)
 
-/* The end of main: exit status 0 if every check passed, 1 otherwise. */
-#define TEST_MAIN_END()                                                                         \
-    do {                                                                                        \
-        if (test_failures) {                                                                    \
-            fprintf(stderr, "%d check(s) failed\n", test_failures);                             \
-            return 1;                                                                           \
-        }                                                                                       \
-        fprintf(stderr, "all passed\n");                                                        \
-        return 0;                                                                               \
-    } while (0)
+/* The verdict at the end of a program, printed; returns its exit status: 0 if every check
+ * passed, 1 otherwise. */
+static inline int test_verdict(void)
+{
+    if (test_failures) {
+        fprintf(stderr, "%d check(s) failed\n", test_failures);
+        return 1;
+    }
+    fprintf(stderr, "all passed\n");
+    return 0;
+}
+
+/* The end of main. */
+#define TEST_MAIN_END() return test_verdict()
+
+/* The same for a program whose main thread has gone (it ended with pthread_exit and its last
+ * checks run in a task): exits the process. */
+#define TEST_EXIT_END() exit(test_verdict())
 
 /*
  * Runs fn(arg) in a forked child whose stderr goes into out (NUL-terminated, truncated to

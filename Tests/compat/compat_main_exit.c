@@ -39,12 +39,7 @@ static void finish(void *context)
     CHECK(order_seen[0] == 0 && order_seen[1] == 1 && order_seen[2] == 2 && order_seen[3] == 3);
     CHECK_EQ(compat_load(&overlap), 0);
     CHECK_EQ(synced, 1);
-    if (test_failures) {
-        fprintf(stderr, "%d check(s) failed\n", test_failures);
-        exit(1);
-    }
-    fprintf(stderr, "all passed\n");
-    exit(0);
+    TEST_EXIT_END();
 }
 
 /* On a worker, after the main thread has gone: more main-queue work, a sync onto it. */

@@ -33,12 +33,7 @@ static void busy(void *context)
     if (compat_add(&finished, 1) == busy_tasks) {
         CHECK_EQ(compat_load(&main_ran), 1);
         CHECK_EQ(compat_load(&gave_up), 0);
-        if (test_failures) {
-            fprintf(stderr, "%d check(s) failed\n", test_failures);
-            exit(1);
-        }
-        fprintf(stderr, "all passed\n");
-        exit(0);
+        TEST_EXIT_END();
     }
 }
 

@@ -40,12 +40,7 @@ static void finish(void *context)
     (void)context;
     CHECK(ON_MAIN_THREAD());
     CHECK_EQ(synced_on_main, 1);
-    if (test_failures) {
-        fprintf(stderr, "%d check(s) failed\n", test_failures);
-        exit(1);
-    }
-    fprintf(stderr, "all passed\n");
-    exit(0);
+    TEST_EXIT_END();
 }
 
 static void from_worker(void *context)
