@@ -20,17 +20,17 @@ extension SQOperationQueue {
     internal static func startSubmitted(_ operation: Unmanaged<SQOperation>) {
         SQOperationContext.run(operation) { context in
             var next: Unmanaged<SQOperation>? = operation
-            var started: UInt64 = 0
-            defer {
-                // The pool counted this work item as one task; each operation handed on to it
-                // counts as one more (SQRuntime.counters.tasksRun counts operations, whether
-                // each came in a work item of its own or not).
-                if started > 1 {
-                    cq_swift_count_tasks(started - 1)
-                }
-            }
+            var first = true
             while let current = next {
-                started += 1
+                if !first {
+                    // The pool counted this work item as a task as it started; each operation
+                    // handed on to it counts as one more, as it starts (SQRuntime.counters
+                    // .tasksRun counts operations, whether each came in a work item of its
+                    // own or not; counted at the end of the item, a reader woken by the last
+                    // operation's finish missed the item's count).
+                    cq_swift_count_tasks(1)
+                }
+                first = false
                 // safety: `current` carries the submission's reference until the release
                 // below; the context's unowned pointer is not read after it (the next
                 // iteration sets it first, and `run` then restores the previous context).
