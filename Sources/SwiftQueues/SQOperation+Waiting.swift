@@ -1,3 +1,5 @@
+import CQueueCore
+
 extension SQOperation {
     /// The default ``waitUntilFinished()``.
     internal func waitUntilFinishedDefault() {
@@ -15,6 +17,9 @@ extension SQOperation {
             sqOperationMisuse(
                 "SQOperation.waitUntilFinished(): \(self) waits for itself from inside its own "
                     + "start(); that would wait for ever")
+        }
+        if cq_thread_is_main() {
+            refuseWaitOnTheMainThread()
         }
         // From another operation's completion block: some waits could never end.
         if let finishing {
@@ -72,6 +77,24 @@ extension SQOperation {
 }
 
 extension SQOperation {
+    /// Called by ``waitUntilFinished()`` on the main thread: an operation of
+    /// ``SQOperationQueue/main`` that has not started starts on the main thread, which the wait
+    /// would block for ever (it hung with no word, as Foundation's does). Stops with a message.
+    fileprivate func refuseWaitOnTheMainThread() {
+        let main = UInt(bitPattern: Unmanaged.passUnretained(SQOperationQueue.main).toOpaque())
+        let waitsForMain = state.withLock { state in
+            state.phase == .pending
+                && state.queue.map { UInt(bitPattern: $0.toOpaque()) } == main
+        }
+        if waitsForMain {
+            sqOperationMisuse(
+                "SQOperation.waitUntilFinished(): \(self) waits to start in "
+                    + "SQOperationQueue.main, whose operations start on the main thread, which "
+                    + "this wait (on the main thread) blocks: it would wait for ever (await "
+                    + "untilFinished instead)")
+        }
+    }
+
     /// Called by ``waitUntilFinished()`` on this operation from inside `running`, which its
     /// queue is running on this thread: stops the process if this operation waits to start in
     /// that same queue, of width 1, whose slot `running` holds until it returns (Foundation

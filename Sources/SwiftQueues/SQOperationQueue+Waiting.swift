@@ -1,3 +1,5 @@
+import CQueueCore
+
 extension SQOperationQueue {
     /// The body of ``waitUntilAllOperationsAreFinished()``.
     internal func waitUntilEmpty() {
@@ -9,6 +11,9 @@ extension SQOperationQueue {
             sqOperationMisuse(
                 "SQOperationQueue.waitUntilAllOperationsAreFinished(): called from \(caller) "
                     + "of \(self), which cannot finish while it waits; that would wait for ever")
+        }
+        if cq_thread_is_main() && self === SQOperationQueue.main {
+            refuseWaitOnTheMainThread()
         }
         if state.withLock({ $0.count == 0 }) {
             return
@@ -23,6 +28,25 @@ extension SQOperationQueue {
         }
         if mustWait {
             semaphore.wait()
+        }
+    }
+
+    /// The main queue's operations start on the main thread: a wait there for one that has not
+    /// started can never end (it hung with no word, as Foundation's does). Stops with a message.
+    /// (An operation that has started, an asynchronous one finishing elsewhere, may end.)
+    private func refuseWaitOnTheMainThread() {
+        // The operation locks inside the queue lock: the order the locks allow.
+        let notStarted = state.withLock { state in
+            state.snapshot().contains { operation in
+                operation.state.withLock { $0.phase == .pending }
+            }
+        }
+        if notStarted {
+            sqOperationMisuse(
+                "SQOperationQueue.waitUntilAllOperationsAreFinished(): called on the main thread "
+                    + "while SQOperationQueue.main holds operations that have not started; they "
+                    + "start on the main thread, which this wait blocks: it would wait for ever "
+                    + "(await untilAllOperationsAreFinished instead)")
         }
     }
 

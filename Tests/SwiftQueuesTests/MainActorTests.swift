@@ -138,6 +138,19 @@ private func currentThreadID() -> Int {
         #expect(probe.status == 0, "\(probe.output)")
     }
 
+    /// The main thread waiting for SQOperationQueue.main's operations, which only it runs,
+    /// stops with a message (it hung with no word, as Foundation's does).
+    @Test(arguments: [
+        ("waitmain", "SQOperationQueue.waitUntilAllOperationsAreFinished(): called on the main thread"),
+        ("waitop", "waits to start in SQOperationQueue.main"),
+    ])
+    func testMainThreadWaitForTheMainOperationQueue(mode: String, message: String) {
+        let probe = runProbe("SQProbeSyncMain", [mode])
+        #expect(probe.status != 0 && probe.status != -SIGALRM, "\(probe.output)")
+        #expect(probe.output.contains(message), "\(probe.output)")
+        #expect(!probe.output.contains("ran"), "\(probe.output)")
+    }
+
     @Test func testAsyncMainRunsTheMainQueue() {
         let probe = runProbe("SQProbeAsyncMain")
         #expect(probe.status == 0, "\(probe.output)")

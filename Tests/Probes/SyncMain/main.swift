@@ -10,6 +10,9 @@
 //                               @MainActor work
 //   SQProbeSyncMain notify      notifications onto .main with @MainActor closures (a group's,
 //                               a work item's) run on the main thread
+//   SQProbeSyncMain waitmain    misuse: the main thread waits for SQOperationQueue.main to
+//                               empty, before runMain(): stops with a message
+//   SQProbeSyncMain waitop      misuse: the same for one operation of SQOperationQueue.main
 
 import Dispatch
 import SwiftQueues
@@ -148,8 +151,20 @@ case "notify":
     MainActor.assumeIsolated {
         Model().start(parts)
     }
+case "waitmain":
+    // Misuse: the main thread waits for SQOperationQueue.main, whose operations it runs.
+    SQOperationQueue.main.addOperation { print("ran") }
+    SQOperationQueue.main.waitUntilAllOperationsAreFinished()
+    print("SQProbeSyncMain: the wait returned")
+    exit(1)
+case "waitop":
+    let operation = SQBlockOperation { print("ran") }
+    SQOperationQueue.main.addOperation(operation)
+    operation.waitUntilFinished()
+    print("SQProbeSyncMain: the wait returned")
+    exit(1)
 default:
-    print("usage: SQProbeSyncMain mainactor|actor|notify")
+    print("usage: SQProbeSyncMain mainactor|actor|notify|waitmain|waitop")
     exit(2)
 }
 
