@@ -153,27 +153,33 @@ import Musl
     /// them. The source was resumed as the loop took an element, and looked at the pipe again
     /// before the body had read: the same bytes came a second time, and a body reading what an
     /// element said found nothing (EAGAIN here; on a blocking descriptor it waited for ever).
+    /// The body lets the source's queue take a turn before it reads (a second delivery of the
+    /// same bytes is made by then), and the writer writes each chunk once the body has read the
+    /// one before: no sleep sets the pace.
     @Test(.timeLimit(.minutes(1))) func testReadSourceElementsAreNotDeliveredTwice() async throws {
         let pipe = makePipe()
         #expect(fcntl(pipe.read, F_SETFL, fcntl(pipe.read, F_GETFL) | O_NONBLOCK) == 0)
-        let source = try SQSource.makeReadSource(
-            fileDescriptor: pipe.read, queue: SQSerialQueue(label: "read-elements"))
+        let queue = SQSerialQueue(label: "read-elements")
+        let source = try SQSource.makeReadSource(fileDescriptor: pipe.read, queue: queue)
         source.setCancelHandler { close(pipe.read) }
         let chunks = 40
         let chunk = 100
         let writer = SQGroup()
+        let readOne = SQSemaphore(value: 0)
         SQQueue.global().async(group: writer) {
             let bytes = [UInt8](repeating: 7, count: chunk)
             for _ in 0..<chunks {
+                readOne.wait()
                 _ = bytes.withUnsafeBytes { write(pipe.write, $0.baseAddress, $0.count) }
-                usleep(1_000)  // spaces the events; the checks do not depend on it
             }
         }
+        readOne.signal()  // the first chunk
         var total = 0
         var elements = 0
         var buffer = [UInt8](repeating: 0, count: chunks * chunk)
         for await available in source.events {
             elements += 1
+            try await queue.run {}
             let count = read(pipe.read, &buffer, Int(available))
             #expect(
                 count == Int(available),
@@ -182,6 +188,7 @@ import Musl
             if total >= chunks * chunk {
                 break
             }
+            readOne.signal()
         }
         #expect(total == chunks * chunk)
         try await writer.waitUntilEmpty()
