@@ -3,6 +3,8 @@
  * values, many waiters and signallers with exact totals, ping-pong between threads.
  */
 #include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
 
 #include "cq_test.h"
 
@@ -224,6 +226,51 @@ static void test_waiters_in_pool(void)
 }
 
 /*
+ * The common limiter: tasks on a global queue that take a semaphore of 1 around a little work.
+ * Each wait that blocked gave its worker's CPU to a spare thread, which took the next task only
+ * to wait behind the others: 300 such tasks grew the pool to its thread limit (255) with the
+ * message, where libdispatch used 5-6 threads. Past a few waiting threads, a wait behind
+ * another waiter of the same semaphore keeps its CPU (block.c, CQ__CROWDED_WAITS); 14-19
+ * threads on a quiet machine, and the monitor adds more, slowly, while work waits (hence the
+ * loose bound). Runs first: it reads the peak.
+ */
+static cq_semaphore_t limiter;
+static atomic_int limited_in, limited_most, limited_done;
+
+static void limited_task(void *ctx)
+{
+    (void)ctx;
+    CHECK_EQ(cq_semaphore_wait(limiter, CQ_TIME_FOREVER), 0);
+    int in = atomic_fetch_add(&limited_in, 1) + 1;
+    int most = atomic_load(&limited_most);
+    while (in > most && !atomic_compare_exchange_weak(&limited_most, &most, in)) {
+    }
+    struct timespec d = {0, 500000};
+    nanosleep(&d, NULL);
+    atomic_fetch_sub(&limited_in, 1);
+    cq_semaphore_signal(limiter);
+    atomic_fetch_add(&limited_done, 1);
+}
+
+static void test_a_crowd_behind_a_semaphore_keeps_the_pool_small(void)
+{
+    limiter = cq_semaphore_create(1);
+    cq_group_t g = cq_group_create();
+    for (int i = 0; i < 300; i++) {
+        cq_group_async_f(g, cq_get_global_queue(0, 0), NULL, limited_task);
+    }
+    WAIT_GROUP(g);
+    CHECK_EQ(atomic_load(&limited_done), 300);
+    CHECK_EQ(atomic_load(&limited_most), 1);
+    struct cq_runtime_info info;
+    cq_runtime_get_info(&info);
+    printf("  threads at most %u\n", info.threads_peak);
+    CHECK(info.threads_peak <= 64); /* the old code: the limit, 255 */
+    cq_release(g);
+    cq_release(limiter);
+}
+
+/*
  * A wait with CQ_TIME_NOW returns at once. It used to count itself as a waiter first, and when
  * a signal raced its timeout it had to wait for that signal's token, which another waiter
  * could take: it then waited for the next signal. Here a giver passes a unit and looks for it
@@ -296,6 +343,7 @@ static void test_wait_now_never_blocks(void)
 
 int main(void)
 {
+    RUN(test_a_crowd_behind_a_semaphore_keeps_the_pool_small); /* first: reads the peak */
     RUN(test_counting);
     RUN(test_timeout_restores_count);
     RUN(test_signal_wakes_sleeper);

@@ -88,6 +88,8 @@ struct cq__block {
     bool active;    /* set by begin: a pool thread's wait, which end must undo */
     bool keep_proc; /* given to begin: the wait is behind another waiter of the same thing (see
                        cq__event_wait_behind), so the thread keeps its CPU's proc */
+    bool keep_if_crowded; /* given to begin: as keep_proc once many pool threads wait in the
+                             runtime (a semaphore wait behind another, cq__pool_block_begin) */
 };
 CQ_INTERNAL void cq__sleep_hooks_register(void (*begin)(struct cq__block *),
                                           void (*end)(struct cq__block *));

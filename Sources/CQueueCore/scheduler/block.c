@@ -26,6 +26,18 @@ static void sleep_with_proc(struct cq__proc *p)
     cq__pool_notify_prio(p->main_level);
 }
 
+/* A semaphore wait behind another waiter of the same semaphore (keep_if_crowded) hands its
+ * proc to a spare, as any wait, while at most this many pool threads wait in the runtime; past
+ * it, it keeps its proc, as a sync behind another sync does (cq__event_wait_behind), and the
+ * monitor's schedule for kept procs adds threads if work waits long (monitor.c, KEPT_FIRST_NS
+ * and RESCUE_MAX). Handing off on every wait, 500 tasks that each took a semaphore of 1 around
+ * 0.5 ms of work grew the pool to its limit of 255 threads, each new one taking the next task
+ * only to wait behind the others (libdispatch: 5-6); a walk of /usr/share that bounds open
+ * files with a semaphore, the example cq-hashtree, did too on a cold page cache. Always keeping
+ * the proc instead made tasks that wait for a signal from a task queued behind them take
+ * 2-10 times as long (to 0.4-4 ms) where a few threads do. */
+#define CQ__CROWDED_WAITS(workers) (2 * (workers) + 4)
+
 void cq__pool_block_begin(struct cq__block *blk)
 {
     struct cq__thread *t = cq__tls.thread;
@@ -33,7 +45,7 @@ void cq__pool_block_begin(struct cq__block *blk)
     if (t == NULL) {
         return;
     }
-    cq__add(&cq__pool.blocked, 1, relaxed);
+    uint32_t blocked = cq__add(&cq__pool.blocked, 1, relaxed) + 1;
     struct cq__proc *p = t->proc;
     if (p == NULL) {
         cq__pool_procless_end(t); /* waiting, not running */
@@ -41,7 +53,7 @@ void cq__pool_block_begin(struct cq__block *blk)
     }
     struct cq__band *b = &cq__pool.band[p->band];
     cq__store(&p->running, 0, relaxed);
-    if (blk->keep_proc) {
+    if (blk->keep_proc || (blk->keep_if_crowded && blocked > CQ__CROWDED_WAITS(cq__pool.workers))) {
         /* Behind another waiter (cq__event_wait_behind): a spare would most likely take a task
          * that waits behind it too. The monitor adds a proc, slowly, if work waits long. */
         cq__store(&p->kept, 1, relaxed);

@@ -162,6 +162,15 @@ static int64_t kept_gap_ns; /* 0: no proc kept on the last tick */
 static uint32_t all_kept[CQ__BAND_COUNT];
 static uint64_t kept_due_ns;
 
+/* While such a stall lasts, each rescue adds twice the procs of the one before, up to
+ * RESCUE_MAX, one tick after the procs it added were kept too (instead of ALL_KEPT_TICKS), and
+ * it ends when a kept wait ends. Semaphore waits behind another waiter keep their procs too
+ * (semaphore.c): 64 tasks that wait on a semaphore which a task queued after them signals
+ * took 195 ms at a proc per two ticks; libdispatch, which adds about a thread a second, more
+ * than a minute. */
+#define RESCUE_MAX 16u
+static uint32_t rescue[CQ__BAND_COUNT]; /* procs the band's last rescue added; 0: none going */
+
 /* A band has work waiting and procs kept by waits behind other waits: whether to add a proc
  * for them now (see KEPT_FIRST_NS). */
 static bool kept_proc_due(void)
@@ -325,15 +334,20 @@ static uint32_t tick_band(unsigned band, bool *could_not_add, uint32_t *kept)
     uint32_t n = cq__pool_proc_count();
     for (uint32_t i = 0; i < n; i++) {
         struct cq__proc *p = cq__pool_proc_at(i);
-        if (p->band != band || cq__load(&p->retired, relaxed)) {
+        if (p->band != band) {
+            continue;
+        }
+        /* Read for a retired proc too: one reused after a while (an extra proc, for a rescue)
+         * looked as if a kept wait had just ended, from its waits before it retired, and
+         * every such rescue stopped the doubling of RESCUE_MAX (a proc per 3 ticks). */
+        uint32_t kept_ended = cq__load(&p->kept_ended, relaxed);
+        bool kept_ended_now = kept_ended != p->mon_kept_ended;
+        p->mon_kept_ended = kept_ended;
+        if (cq__load(&p->retired, relaxed)) {
             continue;
         }
         live++;
-        uint32_t kept_ended = cq__load(&p->kept_ended, relaxed);
-        if (kept_ended != p->mon_kept_ended) {
-            p->mon_kept_ended = kept_ended;
-            kept_moved = true;
-        }
+        kept_moved |= kept_ended_now;
         uint32_t started = cq__load(&p->started, relaxed);
         /* A task ended since the last tick: the proc ran one then and has started another. */
         bool running = cq__load(&p->running, relaxed) && !cq__load(&p->kept, relaxed);
@@ -399,6 +413,9 @@ static uint32_t tick_band(unsigned band, bool *could_not_add, uint32_t *kept)
     bool all = kept_here != 0 && kept_here == live && !kept_moved &&
                cq__load(&cq__pool.band[band].procless, relaxed) == 0;
     all_kept[band] = all ? all_kept[band] + 1 : 0;
+    if (kept_moved || kept_here == 0) {
+        rescue[band] = 0; /* see RESCUE_MAX: the stall is over */
+    }
     uint32_t base = cq__pool.band[band].base, sleeping = blocked - in_futex;
     if (sleeping && live < base + BLOCKED_REPLACEMENTS * sleeping &&
         cq__pool_band_saturated(band)) {
@@ -417,7 +434,20 @@ static uint32_t tick_band(unsigned band, bool *could_not_add, uint32_t *kept)
         /* see OFTEN_SAMPLE_TICKS */
         *could_not_add |= !cq__pool_add_extra_proc(band);
     } else if (kept_here && cq__pool_band_saturated(band)) {
-        if (all_kept[band] >= ALL_KEPT_TICKS || kept_proc_due()) {
+        if (all_kept[band] >= (rescue[band] ? 1u : ALL_KEPT_TICKS)) {
+            /* see RESCUE_MAX */
+            uint32_t add = rescue[band] == 0               ? 1
+                           : rescue[band] * 2 < RESCUE_MAX ? rescue[band] * 2
+                                                           : RESCUE_MAX;
+            rescue[band] = add;
+            all_kept[band] = 0;
+            while (add-- != 0) {
+                if (!cq__pool_add_extra_proc(band)) {
+                    *could_not_add = true;
+                    break;
+                }
+            }
+        } else if (kept_proc_due()) {
             *could_not_add |= !cq__pool_add_extra_proc(band);
         }
     } else if (blocked || busy || kept_here) {
@@ -465,6 +495,7 @@ static bool tick(void)
             blocked += tick_band(band, &could_not_add, &kept);
         } else {
             all_kept[band] = 0; /* see ALL_KEPT_TICKS: ticks in a row with work waiting */
+            rescue[band] = 0;
         }
     }
     if (kept == 0) {

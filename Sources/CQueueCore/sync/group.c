@@ -436,7 +436,7 @@ static intptr_t help_and_wait(struct cq_group_s *g, struct group_wait *w)
             (void)cq__wait(&group_wait_ops, w, CQ_TIME_FOREVER);
             break;
         }
-        if (cq__wait_keeping(&group_wait_ops, w, cq_time(CQ_TIME_NOW, poll_ns), true) == 0) {
+        if (cq__wait_keeping(&group_wait_ops, w, cq_time(CQ_TIME_NOW, poll_ns), true, false) == 0) {
             break;
         }
         poll_ns = cq__help_poll_next(poll_ns);

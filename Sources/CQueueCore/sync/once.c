@@ -75,7 +75,7 @@ static CQ_NOINLINE void once_slow(_Atomic long *pred, void *ctx, cq_function_t f
          * its thread limit with the message (libdispatch: 4-5 threads, the same 0.3 s). The
          * first waiter still gives its proc away, and the monitor adds procs slowly while work
          * waits behind the kept ones. */
-        cq__wait_keeping(&once_wait, pred, CQ_TIME_FOREVER, (uint32_t)v == ONCE_WAITERS);
+        cq__wait_keeping(&once_wait, pred, CQ_TIME_FOREVER, (uint32_t)v == ONCE_WAITERS, false);
     }
 }
 

@@ -206,10 +206,10 @@ static bool sema_timed_out(void *ctx)
 static const struct cq__wait_ops sema_wait_ops = {
     .done = sema_done, .announce = sema_announce, .timed_out = sema_timed_out};
 
-static CQ_NOINLINE intptr_t wait_slow(struct cq_semaphore_s *s, cq_time_t timeout)
+static CQ_NOINLINE intptr_t wait_slow(struct cq_semaphore_s *s, cq_time_t timeout, bool behind)
 {
     struct sema_wait w = {.s = s, .sleeper = false};
-    return cq__wait(&sema_wait_ops, &w, timeout);
+    return cq__wait_keeping(&sema_wait_ops, &w, timeout, false, behind);
 }
 
 /*
@@ -242,8 +242,10 @@ intptr_t cq_semaphore_wait(cq_semaphore_t sema, cq_time_t timeout)
         return try_take(s);
     }
     /* acquire: pairs with the release increment of the signal that gave us the resource */
-    if (cq__likely(cq__sub(&s->value, 1, acquire) > 0)) {
+    int64_t before = cq__sub(&s->value, 1, acquire);
+    if (cq__likely(before > 0)) {
         return 0;
     }
-    return wait_slow(s, timeout);
+    /* before < 0: another waiter is ahead of us (CQ__CROWDED_WAITS, block.c) */
+    return wait_slow(s, timeout, before < 0);
 }

@@ -42,9 +42,10 @@ struct cq__wait_ops {
 /* Waits as above; 0 when done; on timeout -1 with errno ETIMEDOUT, which is what libdispatch
  * returns on Linux (code ported from it may test for -1). keep_proc: the wait is behind
  * another thread that moves things on (see cq__event_wait_behind): a pool thread keeps its
- * proc. cq__wait, below, is the common case. */
+ * proc. keep_if_crowded: behind another waiter, keep the proc once many wait (struct
+ * cq__block). cq__wait, below, is the common case. */
 CQ_INLINE intptr_t cq__wait_keeping(const struct cq__wait_ops *ops, void *ctx, cq_time_t timeout,
-                                    bool keep_proc)
+                                    bool keep_proc, bool keep_if_crowded)
 {
     struct cq__deadline d;
     const struct cq__deadline *dl = NULL;
@@ -75,7 +76,8 @@ CQ_INLINE intptr_t cq__wait_keeping(const struct cq__wait_ops *ops, void *ctx, c
         dl = NULL;
     }
     cq__apply_before_sleep();
-    struct cq__block block = {.active = false, .keep_proc = keep_proc};
+    struct cq__block block = {
+        .active = false, .keep_proc = keep_proc, .keep_if_crowded = keep_if_crowded};
     cq__pool_block_begin(&block);
     intptr_t result = 0;
     for (;;) {
@@ -107,7 +109,7 @@ CQ_INLINE intptr_t cq__wait_keeping(const struct cq__wait_ops *ops, void *ctx, c
 
 CQ_INLINE intptr_t cq__wait(const struct cq__wait_ops *ops, void *ctx, cq_time_t timeout)
 {
-    return cq__wait_keeping(ops, ctx, timeout, false);
+    return cq__wait_keeping(ops, ctx, timeout, false, false);
 }
 
 #endif /* CQ_WAIT_INTERNAL_H */
