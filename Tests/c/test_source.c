@@ -894,6 +894,86 @@ static void test_vnode_directory(void)
     rmdir(dir);
 }
 
+/* Waits until `witness` (a WRITE source on `q`) has seen two more writes made through `wfd`:
+ * the reactor has then handled every inotify event made before the first of them (it reads
+ * them in order), and the cq_sync leaves nothing of them queued on q. */
+static void reactor_caught_up(struct probe *witness, int wfd, cq_queue_t q)
+{
+    for (int round = 0; round < 2; round++) {
+        long seen = atomic_load(&witness->calls);
+        REQUIRE(write(wfd, "w", 1) == 1);
+        while (atomic_load(&witness->calls) == seen) {
+            WAIT_SEMA(witness->fired);
+        }
+    }
+    cq_sync_f(q, NULL, noop);
+}
+
+/* A descriptor closed under a live VNODE source stops it firing (docs/sources.md): the watch is
+ * on the inode, whose events came on. Closing a deleted file's descriptor reported DELETE a
+ * second time (IN_DELETE_SELF); with the number reused for another file, a write to the watched
+ * one reported WRITE, and EXTEND from the other file's size. Found by a user-side probe. */
+static void test_vnode_closed_descriptor(void)
+{
+    char dir[] = "/tmp/cq-vnode-closed-XXXXXX";
+    REQUIRE(mkdtemp(dir) != NULL);
+    char watched[300], other[300], deleted[300];
+    snprintf(watched, sizeof watched, "%s/watched", dir);
+    snprintf(other, sizeof other, "%s/other", dir);
+    snprintf(deleted, sizeof deleted, "%s/deleted", dir);
+    cq_queue_t q = cq_queue_create("vnode-closed", NULL);
+    int wfd = open(watched, O_CREAT | O_WRONLY, 0644);
+    REQUIRE(wfd >= 0);
+    uintptr_t all = CQ_VNODE_WRITE | CQ_VNODE_EXTEND | CQ_VNODE_ATTRIB | CQ_VNODE_LINK |
+                    CQ_VNODE_DELETE;
+
+    /* the number reused */
+    int fd = open(watched, O_RDONLY);
+    REQUIRE(fd >= 0);
+    struct probe *p = probe_new(CQ_SOURCE_TYPE_VNODE, (uintptr_t)fd, all, q);
+    struct probe *witness = probe_new(CQ_SOURCE_TYPE_VNODE, (uintptr_t)wfd, CQ_VNODE_WRITE, q);
+    cq_resume(p->source);
+    cq_resume(witness->source);
+    while (atomic_load(&p->registrations) == 0 || atomic_load(&witness->registrations) == 0) {
+        let_time_pass(1000000);
+    }
+    reactor_caught_up(witness, wfd, q);
+    CHECK(atomic_load(&p->bits) & CQ_VNODE_WRITE); /* it did watch */
+    long calls = atomic_load(&p->calls);
+    REQUIRE(close(fd) == 0);
+    int ofd = open(other, O_CREAT | O_RDWR, 0644);
+    REQUIRE(ofd >= 0);
+    REQUIRE(ftruncate(ofd, 1 << 20) == 0);
+    reactor_caught_up(witness, wfd, q);
+    CHECK_EQ(atomic_load(&p->calls), calls);
+
+    /* a deleted file's descriptor closed */
+    int dfd = open(deleted, O_CREAT | O_RDONLY, 0644);
+    REQUIRE(dfd >= 0);
+    struct probe *d = probe_new(CQ_SOURCE_TYPE_VNODE, (uintptr_t)dfd, all, q);
+    cq_resume(d->source);
+    while (atomic_load(&d->registrations) == 0) {
+        let_time_pass(1000000);
+    }
+    REQUIRE(unlink(deleted) == 0);
+    wait_bits(d, CQ_VNODE_DELETE);
+    reactor_caught_up(witness, wfd, q);
+    long deletes = atomic_load(&d->calls);
+    REQUIRE(close(dfd) == 0);
+    reactor_caught_up(witness, wfd, q);
+    CHECK_EQ(atomic_load(&d->calls), deletes);
+
+    probe_finish(d);
+    probe_finish(p);
+    probe_finish(witness);
+    cq_release(q);
+    close(ofd);
+    close(wfd);
+    unlink(other);
+    unlink(watched);
+    rmdir(dir);
+}
+
 /* A source on a file whose previous source was just cancelled: inotify gives one watch per
  * inode, which the new source shared when it was created, and the old source's unregistration
  * removed it (11-15 of 20 new sources never saw a write). */
@@ -1514,6 +1594,7 @@ int main(void)
     RUN(test_vnode);
     RUN(test_vnode_directory);
     RUN(test_vnode_rewatch);
+    RUN(test_vnode_closed_descriptor);
     RUN(test_data_add);
     RUN(test_data_or_replace);
     RUN(test_cancel_after_running_handler);

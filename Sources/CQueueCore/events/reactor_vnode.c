@@ -86,6 +86,8 @@ void cq__reactor_watch_register(struct cq_source_s *s)
     if (fstat((int)s->handle, &st) == 0) {
         s->vnode_size = st.st_size;
         s->vnode_nlink = st.st_nlink;
+        s->vnode_dev = st.st_dev;
+        s->vnode_ino = st.st_ino;
     }
     cq__reactor_list_add(&R.watches[s->wd]->sources, s);
 }
@@ -117,8 +119,15 @@ static uintptr_t vnode_flags(struct cq_source_s *s, uint32_t in_mask, bool child
             return 0;
         }
     }
+    /* A descriptor closed under the source stops it firing (sources.md), also when its number
+     * now names another file: the watch is on the inode, whose last events came on (the
+     * close of a deleted file's descriptor reported DELETE a second time, from IN_DELETE_SELF),
+     * and the other file's size and link count drove EXTEND, LINK and DELETE. */
     struct stat st;
-    bool have = fstat((int)s->handle, &st) == 0;
+    if (fstat((int)s->handle, &st) != 0 || (uint64_t)st.st_dev != s->vnode_dev ||
+        (uint64_t)st.st_ino != s->vnode_ino) {
+        return 0;
+    }
     if (in_mask & IN_DELETE_SELF) {
         f |= CQ_VNODE_DELETE;
     }
@@ -130,27 +139,34 @@ static uintptr_t vnode_flags(struct cq_source_s *s, uint32_t in_mask, bool child
     }
     if (in_mask & (IN_MODIFY | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)) {
         f |= CQ_VNODE_WRITE;
-        if (have && st.st_size > s->vnode_size) {
+        if (st.st_size > s->vnode_size) {
             f |= CQ_VNODE_EXTEND;
         }
-        if (child && have && st.st_nlink != s->vnode_nlink) {
+        if (child && st.st_nlink != s->vnode_nlink) {
             f |= CQ_VNODE_LINK; /* a subdirectory came or went (its ".." links the directory) */
         }
     }
     if (in_mask & IN_ATTRIB) {
         f |= CQ_VNODE_ATTRIB;
-        if (have && st.st_nlink != s->vnode_nlink) {
+        if (st.st_nlink != s->vnode_nlink) {
             f |= CQ_VNODE_LINK;
         }
-        if (have && st.st_nlink == 0) {
+        if (st.st_nlink == 0) {
             f |= CQ_VNODE_DELETE; /* unlinked while we hold it open */
         }
     }
-    if (have) {
-        s->vnode_size = st.st_size;
-        s->vnode_nlink = st.st_nlink;
+    s->vnode_size = st.st_size;
+    s->vnode_nlink = st.st_nlink;
+    f &= s->mask;
+    if (f & CQ_VNODE_DELETE) {
+        /* once: a file is deleted once (IN_ATTRIB at the last unlink, and IN_DELETE_SELF when
+         * the inode goes, for a directory at rmdir) */
+        if (s->vnode_deleted) {
+            f &= ~(uintptr_t)CQ_VNODE_DELETE;
+        }
+        s->vnode_deleted = true;
     }
-    return f & s->mask;
+    return f;
 }
 
 void cq__reactor_read_inotify(void)

@@ -88,7 +88,9 @@ struct cq_source_s {
     int wd;                          /* VNODE: inotify watch */
     int64_t vnode_size;              /* VNODE: last size and link count seen */
     uint64_t vnode_nlink;
-    struct cq__timer *timer; /* TIMER: its schedule */
+    uint64_t vnode_dev, vnode_ino; /* VNODE: the file its descriptor named when registered */
+    bool vnode_deleted;            /* VNODE: DELETE reported (once per source) */
+    struct cq__timer *timer;       /* TIMER: its schedule */
     /* commands to the reactor, see reactor.c */
     struct cq__item cmd_item;
     _Atomic uint32_t cmds;
