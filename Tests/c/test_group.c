@@ -5,6 +5,7 @@
  * the count (and the emptying's wake-up) keeping a released group alive without tasks.
  */
 #include <pthread.h>
+#include <time.h>
 
 #include "cq_test.h"
 
@@ -503,6 +504,68 @@ static void serial_waiter(void *ctx)
     cq_release(g);
 }
 
+/*
+ * Many tasks waiting for one group that a slow task leaves, or for one work item (whose wait is
+ * a group's): each wait that blocked gave its worker's CPU to a spare thread, which took the
+ * next task only to wait too. 500 of them grew the pool to its thread limit (255) with the
+ * message in 0.3 s; libdispatch used 5 threads. Past a few waiting threads, a wait behind
+ * another waiter keeps its CPU (block.c, CQ__CROWDED_WAITS): 21-22 threads on a quiet machine.
+ * Runs first: it reads the peak.
+ */
+static cq_group_t crowd_group;
+static cq_work_item_t crowd_item;
+static atomic_int crowd_done;
+
+static void crowd_leave(void *ctx)
+{
+    (void)ctx;
+    struct timespec d = {0, 300000000};
+    nanosleep(&d, NULL);
+    cq_group_leave(crowd_group);
+}
+
+static void crowd_slow(void *ctx)
+{
+    (void)ctx;
+    struct timespec d = {0, 300000000};
+    nanosleep(&d, NULL);
+}
+
+static void crowd_waiter(void *ctx)
+{
+    if (ctx != NULL) {
+        REQUIRE(cq_work_item_wait(crowd_item, CQ_TIME_FOREVER) == 0);
+    } else {
+        REQUIRE(cq_group_wait(crowd_group, CQ_TIME_FOREVER) == 0);
+    }
+    atomic_fetch_add(&crowd_done, 1);
+}
+
+static void test_a_crowd_waiting_for_one_group_keeps_the_pool_small(void)
+{
+    crowd_group = cq_group_create();
+    crowd_item = cq_work_item_create_f(0, NULL, crowd_slow);
+    cq_group_enter(crowd_group);
+    cq_queue_t slow = cq_queue_create("crowd-slow", NULL);
+    cq_async_f(slow, NULL, crowd_leave);
+    cq_async_work_item(slow, crowd_item);
+    cq_group_t all = cq_group_create();
+    for (int i = 0; i < 500; i++) {
+        cq_group_async_f(all, cq_get_global_queue(0, 0), i % 2 ? &crowd_item : NULL,
+                         crowd_waiter);
+    }
+    WAIT_GROUP(all);
+    CHECK_EQ(atomic_load(&crowd_done), 500);
+    struct cq_runtime_info info;
+    cq_runtime_get_info(&info);
+    printf("  threads at most %u\n", info.threads_peak);
+    CHECK(info.threads_peak <= 64); /* the old code: the limit, 255 */
+    cq_release(all);
+    cq_release(slow);
+    cq_release(crowd_item);
+    cq_release(crowd_group);
+}
+
 /* Tasks that give work to one serial queue through a group and wait for it: the waiter runs
  * the queue's items up to its group's last when the queue is due for a drain and not held
  * (one thread per waiting task before, up to the limit). The items keep the queue's context
@@ -530,6 +593,7 @@ static void test_wait_runs_its_serial_queue_work(void)
 
 int main(void)
 {
+    RUN(test_a_crowd_waiting_for_one_group_keeps_the_pool_small); /* first: reads the peak */
     RUN(test_empty_and_enter_leave);
     RUN(test_wait_times_out);
     RUN(test_group_async_counts);

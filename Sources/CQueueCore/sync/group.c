@@ -404,6 +404,15 @@ static inline intptr_t emptied(struct cq_group_s *g, uint64_t s)
     return 0;
 }
 
+/* Another thread waits for the group already (it set WAITERS): this wait is behind it, and
+ * keeps its proc once many pool threads wait (CQ__CROWDED_WAITS, scheduler/block.c). 500
+ * tasks waiting for one group that a slow task leaves (or for one work item) grew the pool to
+ * its limit of 255 threads with the message; libdispatch used 5. */
+static bool behind(struct cq_group_s *g)
+{
+    return (cq__load(&g->state, relaxed) & CQ__GS_WAITERS) != 0;
+}
+
 /*
  * Helping the queue a group's work was given to. A task that gives work to a serial queue
  * through a group and waits for the group handed its CPU to a spare thread while it waited,
@@ -433,7 +442,7 @@ static intptr_t help_and_wait(struct cq_group_s *g, struct group_wait *w)
         if (h == CQ__HELP_NONE) {
             /* nothing of q to run (its part of the group done, or q suspended, or on another
              * queue): wait as any wait does */
-            (void)cq__wait(&group_wait_ops, w, CQ_TIME_FOREVER);
+            (void)cq__wait_keeping(&group_wait_ops, w, CQ_TIME_FOREVER, false, behind(w->g));
             break;
         }
         if (cq__wait_keeping(&group_wait_ops, w, cq_time(CQ_TIME_NOW, poll_ns), true, false) == 0) {
@@ -472,7 +481,7 @@ intptr_t cq_group_wait(cq_group_t g, cq_time_t timeout)
         cq__tls.help_depth < CQ__HELP_DEPTH_MAX) {
         return help_and_wait(g, &w);
     }
-    intptr_t r = cq__wait(&group_wait_ops, &w, timeout);
+    intptr_t r = cq__wait_keeping(&group_wait_ops, &w, timeout, false, behind(g));
     return r == 0 ? emptied(g, cq__load(&g->state, relaxed)) : r;
 }
 
