@@ -40,6 +40,7 @@ enum bench_id {
     B_FLOOR,             /* n pairs of uncontended atomic RMWs on one cache line (no runtime) */
     B_ONCE,              /* n once calls after the first (the fast path) */
     B_CPU_THREADS,       /* n tasks of m ms CPU each on the default global queue: threads added */
+    B_CROWD_THREADS,     /* n tasks taking a semaphore of 1 around m us of sleep: threads added */
     B_PRIORITY,          /* n high tasks 1 ms apart over m background tasks: start latency */
     B_OUTSIDE,           /* n tasks 10 ms apart from the main thread over m requeueing streams */
     B_BURST_TASKS,       /* RSS left m ms after n tasks queued at once behind a blocker */

@@ -181,6 +181,14 @@ static const struct bench_def benches[] = {
      .flags = BF_TOTAL | BF_CHILD | BF_PER_CPU | BF_INTEGER, .target = TARGET_2CPUS_PLUS_4,
      .reference = "4 threads (200 tasks)", .name2 = "cpu_threads_wall", .unit2 = "ms",
      .divisor2 = 1e6, .target2 = NAN, .reference2 = "-"},
+    {.id = B_CROWD_THREADS, .name = "crowd_threads", .unit = "threads", .divisor = 1,
+     .title = "tasks on the default global queue that each take a semaphore of 1 around a "
+              "sleep, group wait: threads the runtime started, at the peak (fresh child process "
+              "per run)",
+     .n_full = 300, .m_full = 500, .n_quick = 60, .m_quick = 500, .n_name = "tasks",
+     .m_name = "us held each", .flags = BF_TOTAL | BF_CHILD | BF_INTEGER, .target = NAN,
+     .reference = "5-6 threads (2026-12-07)", .name2 = "crowd_threads_wall", .unit2 = "ms",
+     .divisor2 = 1e6, .target2 = NAN, .reference2 = "-"},
     {.id = B_PRIORITY, .name = "priority_p50", .unit = "us", .divisor = 1000,
      .title = "1 high-priority task per ms while background tasks of 2 ms CPU saturate the pool: "
               "start latency (fresh child process per run: the median is over processes)",

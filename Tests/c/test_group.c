@@ -509,7 +509,7 @@ static void serial_waiter(void *ctx)
  * a group's): each wait that blocked gave its worker's CPU to a spare thread, which took the
  * next task only to wait too. 500 of them grew the pool to its thread limit (255) with the
  * message in 0.3 s; libdispatch used 5 threads. Past a few waiting threads, a wait behind
- * another waiter keeps its CPU (block.c, CQ__CROWDED_WAITS): 21-22 threads on a quiet machine.
+ * another waiter keeps its CPU (block.c, CQ__CROWDED_WAITS): 12-15 threads on a quiet machine.
  * Runs first: it reads the peak.
  */
 static cq_group_t crowd_group;

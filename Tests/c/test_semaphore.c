@@ -230,9 +230,10 @@ static void test_waiters_in_pool(void)
  * Each wait that blocked gave its worker's CPU to a spare thread, which took the next task only
  * to wait behind the others: 300 such tasks grew the pool to its thread limit (255) with the
  * message, where libdispatch used 5-6 threads. Past a few waiting threads, a wait behind
- * another waiter of the same semaphore keeps its CPU (block.c, CQ__CROWDED_WAITS); 14-19
- * threads on a quiet machine, and the monitor adds more, slowly, while work waits (hence the
- * loose bound). Runs first: it reads the peak.
+ * another waiter of the same semaphore keeps its CPU (block.c, CQ__CROWDED_WAITS); 5-6
+ * threads on a quiet machine, and the monitor adds more if the waits stop moving while work
+ * waits, which a loaded machine can make look so (hence the loose bound). Runs first: it reads
+ * the peak.
  */
 static cq_semaphore_t limiter;
 static atomic_int limited_in, limited_most, limited_done;

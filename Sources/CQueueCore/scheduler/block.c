@@ -26,17 +26,20 @@ static void sleep_with_proc(struct cq__proc *p)
     cq__pool_notify_prio(p->main_level);
 }
 
-/* A semaphore wait behind another waiter of the same semaphore (keep_if_crowded) hands its
- * proc to a spare, as any wait, while at most this many pool threads wait in the runtime; past
- * it, it keeps its proc, as a sync behind another sync does (cq__event_wait_behind), and the
- * monitor's schedule for kept procs adds threads if work waits long (monitor.c, KEPT_FIRST_NS
- * and RESCUE_MAX). Handing off on every wait, 500 tasks that each took a semaphore of 1 around
- * 0.5 ms of work grew the pool to its limit of 255 threads, each new one taking the next task
- * only to wait behind the others (libdispatch: 5-6); a walk of /usr/share that bounds open
- * files with a semaphore, the example cq-hashtree, did too on a cold page cache. Always keeping
- * the proc instead made tasks that wait for a signal from a task queued behind them take
- * 2-10 times as long (to 0.4-4 ms) where a few threads do. */
-#define CQ__CROWDED_WAITS(workers) (2 * (workers) + 4)
+/* A semaphore or group wait behind another waiter of the same object (keep_if_crowded) hands
+ * its proc to a spare, as any wait, while at most this many pool threads wait in the runtime
+ * (one per worker); past it, it keeps its proc, as a sync behind another sync does
+ * (cq__event_wait_behind), and the monitor adds threads if the kept waits stop moving while
+ * work waits (monitor.c, KEPT_FIRST_NS and RESCUE_MAX). Handing off on every wait, 500 tasks
+ * that each took a semaphore of 1 around 0.5 ms of work grew the pool to its limit of 255
+ * threads, each new one taking the next task only to wait behind the others (libdispatch: 4-6;
+ * cq-bench crowd_threads); a walk of /usr/share that bounds open files with a semaphore, the
+ * example cq-hashtree, did too on a cold page cache. Now 6 threads for 300 such tasks. The
+ * cost is where a task queued behind the waiters is what they wait for: 64 tasks waiting for a
+ * signal from a task queued after them take 15-25 ms (5-8 ms with a thread per waiter;
+ * libdispatch, more than a minute), the monitor adding procs until one reaches it. Twice the
+ * workers plus 4 here gave 12-13 threads for the same limiter and the same 15-25 ms. */
+#define CQ__CROWDED_WAITS(workers) (workers)
 
 void cq__pool_block_begin(struct cq__block *blk)
 {
