@@ -37,7 +37,8 @@
  * deliveries (CQ__IO_STREAM_QUEUED_MAX for a pipe or a socket): past that it issues nothing
  * (reads nothing more, leaving the rest in the kernel), and the delivery that takes them below
  * it goes on; so a handler slower than the disk or the peer holds a few megabytes, not the
- * file or the stream. Writes go one request at a time.
+ * file or the stream. Writes go one request at a time; each system call (writev, sendmsg, a
+ * file's pwritev) takes up to WRITE_IOVS regions of the data from a cursor into it.
  */
 #include <errno.h>
 #include <signal.h>
@@ -58,7 +59,10 @@
 #define FILE_CHUNK ((size_t)1 << 20)    /* one file request */
 #define STREAM_FIRST ((size_t)64 << 10) /* a stream's first read buffer (a pipe's capacity) */
 #define STREAM_MAX ((size_t)1 << 20)    /* doubled up to this while reads fill it */
-#define WRITE_IOVS 16
+/* Regions one write's system call takes (IOV_MAX on Linux). A data object built from many small
+ * pieces went out 16 regions per writev or sendmsg, and one region per file request: 32,000
+ * regions of 4 bytes took 32,000 pwrite calls (libdispatch gathers up to IOV_MAX). */
+#define WRITE_IOVS ((size_t)1024)
 
 static size_t min3(size_t a, size_t b, size_t c)
 {
@@ -346,6 +350,80 @@ void cq__io_deliver(struct cq__io_op *op, bool done, cq_data_t data, int error)
     }
 }
 
+/* ---- writes: the cursor into the data ------------------------------------------------------ */
+
+/* Under the lock: the unwritten rest of a write's data (a new reference), for a handler. Costs
+ * a record per region left: made only when a handler is called. */
+static cq_data_t write_rest(const struct cq__io_op *op)
+{
+    return cq_data_create_subrange(op->rest, op->wr_done, SIZE_MAX);
+}
+
+/* Under the lock, by the thread that owns the operation: points op->wiov at the next bytes to
+ * write, from the cursor on, up to WRITE_IOVS regions and `limit` bytes; returns how many. */
+static int write_gather(struct cq__io_op *op, size_t limit)
+{
+    size_t regions = cq_data_get_region_count(op->rest);
+    if (op->wiov == NULL) {
+        /* the regions left only get fewer: this many iovecs do for every later step */
+        size_t cap = regions - op->wr_region;
+        cap = cap < WRITE_IOVS ? cap : WRITE_IOVS;
+        if (cap <= 1) {
+            op->wiov = &op->wiov_one; /* one buffer, the usual write: no allocation */
+            cap = 1;
+        } else if ((op->wiov = malloc(cap * sizeof *op->wiov)) == NULL) {
+            cq__crash("out of memory writing %zu regions", regions);
+        }
+        op->wiov_cap = cap;
+    }
+    size_t total = 0, skip = op->wr_skip;
+    int cnt = 0;
+    for (size_t i = op->wr_region; i < regions && (size_t)cnt < op->wiov_cap && total < limit;
+         i++) {
+        size_t sz;
+        const uint8_t *p = cq_data_get_region(op->rest, i, &sz, NULL);
+        sz -= skip;
+        sz = sz < limit - total ? sz : limit - total;
+        op->wiov[cnt++] = (struct iovec){.iov_base = (void *)(uintptr_t)(p + skip), .iov_len = sz};
+        total += sz;
+        skip = 0;
+    }
+    return cnt;
+}
+
+/* Under the lock: `n` more bytes were written; the cursor moves past them (through the regions
+ * they cover: each region is passed once in the whole write). */
+static void write_advance(struct cq__io_op *op, size_t n)
+{
+    op->wr_done += n;
+    while (n > 0) {
+        size_t sz;
+        (void)cq_data_get_region(op->rest, op->wr_region, &sz, NULL);
+        if (n < sz - op->wr_skip) {
+            op->wr_skip += n;
+            return;
+        }
+        n -= sz - op->wr_skip;
+        op->wr_region++;
+        op->wr_skip = 0;
+    }
+}
+
+/* Under the lock, as a write ends: nothing is being written any more (an operation ends before
+ * it started, from the thread that drives it, or from a stop that finds no thread driving it
+ * and no request in the engine), so the data and the iovecs that point into it go. */
+static void write_end(struct cq__io_op *op)
+{
+    if (op->wiov != &op->wiov_one) {
+        free(op->wiov);
+    }
+    op->wiov = NULL;
+    if (op->rest) {
+        cq_release(op->rest);
+        op->rest = NULL;
+    }
+}
+
 void cq__io_op_finish(struct cq__io_op *op, cq_data_t data, int error)
 {
     struct cq_io_s *ch = op->ch;
@@ -356,6 +434,9 @@ void cq__io_op_finish(struct cq__io_op *op, cq_data_t data, int error)
         return;
     }
     op->finished = true;
+    if (op->kind == CQ__IO_OP_WRITE) {
+        write_end(op);
+    }
     if (op->kind != CQ__IO_OP_BARRIER) {
         cq__io_deliver(op, true, data, error);
     }
@@ -379,9 +460,7 @@ void cq__io_op_fail(struct cq__io_op *op, int error)
         }
         cq__io_op_finish(op, NULL, error);
     } else if (op->kind == CQ__IO_OP_WRITE) {
-        cq_data_t rest = op->rest;
-        op->rest = NULL;
-        cq__io_op_finish(op, rest, error);
+        cq__io_op_finish(op, op->rest ? write_rest(op) : NULL, error);
     } else {
         cq__io_op_finish(op, NULL, error);
     }
@@ -464,13 +543,9 @@ static void read_eof(struct cq__io_op *op)
 
 static void write_done(struct cq__io_op *op, size_t n)
 {
-    cq_data_t rest = cq_data_create_subrange(op->rest, n, SIZE_MAX);
-    cq_release(op->rest);
-    op->rest = rest;
+    write_advance(op, n);
     op->progress += n;
-    if (cq_data_get_size(rest) == 0) {
-        cq_release(rest);
-        op->rest = NULL;
+    if (op->wr_done == cq_data_get_size(op->rest)) {
         cq__io_op_finish(op, NULL, 0);
         return;
     }
@@ -479,8 +554,7 @@ static void write_done(struct cq__io_op *op, size_t n)
     size_t trigger = op->low_set ? op->low : SIZE_MAX;
     trigger = trigger < op->high ? trigger : op->high;
     if (op->progress >= op->high || (op->interval == 0 && op->progress >= trigger)) {
-        cq_retain(rest);
-        cq__io_deliver(op, false, rest, 0);
+        cq__io_deliver(op, false, write_rest(op), 0);
         op->progress = 0;
     }
 }
@@ -500,8 +574,7 @@ static void interval_fire(void *ctx)
                 op->acc = cq_data_empty;
             }
         } else if (op->strict || (op->progress > 0 && op->progress >= low_of(op))) {
-            cq_retain(op->rest);
-            cq__io_deliver(op, false, op->rest, 0);
+            cq__io_deliver(op, false, write_rest(op), 0);
             op->progress = 0;
         }
     }
@@ -623,20 +696,8 @@ static void stream_step(struct cq__io_op *op, bool owned)
                 break;
             }
         } else {
-            struct iovec iov[WRITE_IOVS];
-            int cnt = 0;
-            size_t total = 0, regions = cq_data_get_region_count(op->rest);
-            for (size_t i = 0; i < regions && cnt < WRITE_IOVS && total < op->high; i++) {
-                size_t sz;
-                const void *p = cq_data_get_region(op->rest, i, &sz, NULL);
-                if (sz > op->high - total) {
-                    sz = op->high - total;
-                }
-                iov[cnt].iov_base = (void *)(uintptr_t)p;
-                iov[cnt].iov_len = sz;
-                total += sz;
-                cnt++;
-            }
+            int cnt = write_gather(op, op->high);
+            struct iovec *iov = op->wiov; /* ours while we step (a stop leaves the end to us) */
             pthread_mutex_unlock(&ch->lock);
             if (ch->is_sock) {
                 struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)cnt};
@@ -961,7 +1022,7 @@ static void fread_completed(struct cq__io_req *req, ssize_t res)
     }
 }
 
-/* ---- regular files: writes (one request at a time) ----------------------------------------- */
+/* ---- regular files: writes (one request at a time, of up to WRITE_IOVS regions) ------------- */
 
 static void fwrite_completed(struct cq__io_req *req, ssize_t res);
 
@@ -981,12 +1042,13 @@ static void fwrite_step(struct cq__io_op *op)
         return;
     }
     struct cq__io_req *r = &op->req;
-    size_t sz;
-    const void *p = cq_data_get_region(op->rest, 0, &sz, NULL);
+    int cnt = write_gather(op, op->high < FILE_CHUNK ? op->high : FILE_CHUNK);
     *r = (struct cq__io_req){.fd = ch->fd,
                              .write = true,
-                             .buf = (void *)(uintptr_t)p,
-                             .len = min3(sz, op->high, FILE_CHUNK),
+                             .buf = op->wiov[0].iov_base,
+                             .len = op->wiov[0].iov_len,
+                             .iov = op->wiov,
+                             .iovcnt = cnt,
                              .offset = (uint64_t)op->offset,
                              .done = fwrite_completed};
     op->inflight = 1;

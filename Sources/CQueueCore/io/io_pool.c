@@ -45,11 +45,13 @@ static void pool_run(struct cq__io_req *req)
         req->job(req);
         return;
     }
-    struct iovec iov = {.iov_base = req->buf, .iov_len = req->len};
+    struct iovec one = {.iov_base = req->buf, .iov_len = req->len};
+    const struct iovec *iov = req->iov ? req->iov : &one; /* a write's gathered regions */
+    int cnt = req->iov ? req->iovcnt : 1;
     ssize_t n;
     do {
-        n = req->write ? pwritev(req->fd, &iov, 1, (off_t)req->offset)
-                       : preadv(req->fd, &iov, 1, (off_t)req->offset);
+        n = req->write ? pwritev(req->fd, iov, cnt, (off_t)req->offset)
+                       : preadv(req->fd, iov, cnt, (off_t)req->offset);
     } while (n < 0 && errno == EINTR);
     req->done(req, n < 0 ? -errno : n);
 }
