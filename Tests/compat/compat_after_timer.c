@@ -47,14 +47,20 @@ static void test_after(void)
         dispatch_group_enter(a.group);
         dispatch_after_f(a.due, q, &items[i], after_fired);
     }
+    /* Submitted before the deadline, all of them? A function given after its deadline has
+     * passed runs at once, before those still waiting for the timer to fire (a preempted
+     * submitter on a loaded machine: 3,0,1,2 in one run). */
+    int all_ahead = compat_now() < a.due;
     WAIT_GROUP(a.group);
     CHECK_EQ(a.ran, 4);
     CHECK_EQ(a.early, 0);
 #ifdef CQ_DISPATCH_COMPAT
     /* equal deadlines run in submission order (CQueueCore; libdispatch does not promise it) */
-    for (i = 0; i < 4; i++) {
+    for (i = 0; all_ahead && i < 4; i++) {
         CHECK_EQ(a.order[i], i);
     }
+#else
+    (void)all_ahead;
 #endif
 
     dispatch_release(a.group);
