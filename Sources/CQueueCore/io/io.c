@@ -242,6 +242,18 @@ static void open_job(struct cq__io_req *req)
     int e = errno;
     pthread_mutex_lock(&ch->lock);
     ch->opening = false;
+    if (ch->cleaned) {
+        /* Closed (or released) with nothing left to run while the open waited (a FIFO with no
+         * writer: test_io_channel_lifecycle.c): the cleanup handler has run; the descriptor goes
+         * at once and nothing else happens. The reference this job holds kept the channel. */
+        pthread_mutex_unlock(&ch->lock);
+        if (fd >= 0) {
+            close(fd);
+        }
+        cq__ref_release(&ch->obj);
+        free(o);
+        return;
+    }
     if (fd < 0) {
         ch->ready = true;
         ch->err = e;
@@ -631,14 +643,17 @@ static void cleanup_run(void *ctx)
 /* Under the lock: once closed (or released) and idle, the descriptor is given back. */
 static void ch_maybe_cleanup(struct cq_io_s *ch)
 {
-    if (ch->cleaned || !(ch->closed || ch->released) || ch->outstanding > 0 || ch->holders > 0 ||
-        ch->opening) {
+    /* A pending open is not waited for: it may never return (a FIFO that no writer opens),
+     * and the cleanup handler waited with it, where libdispatch's ran at once (open_job closes
+     * what it opens once it returns) */
+    if (ch->cleaned || !(ch->closed || ch->released) || ch->outstanding > 0 || ch->holders > 0) {
         return;
     }
     ch->cleaned = true;
     if (ch->path && !ch->ready && ch->err == 0 && !(ch->oflag & O_CREAT)) {
-        /* A path channel that never opened its file (no operation): report a path that cannot
-         * be opened as libdispatch does (it looks at the path; it creates nothing) */
+        /* A path channel that never opened its file (no operation, or its open has not
+         * returned): report a path that cannot be opened as libdispatch does (it looks at the
+         * path; it creates nothing) */
         struct stat st;
         if (stat(ch->path, &st) != 0) {
             ch->err = errno;
