@@ -1,11 +1,13 @@
 /*
  * A channel's life around its descriptor: a path channel closed while its open(2) cannot
- * return (a FIFO with no writer), as libdispatch's (found by a user-side probe against it).
- * FIFOs live under /tmp and are removed.
+ * return (a FIFO with no writer), and channels made with cq_io_create_with_io from a path
+ * channel, which open the path themselves (libdispatch's behaviour, both found by a user-side
+ * probe against it). Files and FIFOs live under /tmp and are removed.
  *
  * No check depends on timing: the "cleanup at once" of a closed channel whose open blocks is
  * an event the test waits for (before the fix it came only once a writer opened the FIFO, which
- * the test does only after that wait: the wait timed out).
+ * the test does only after that wait: the wait timed out), and the order of cleanup handlers is
+ * read on the serial queue that runs them.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -62,6 +64,13 @@ static void rec_handler(void *ctx, bool done, cq_data_t data, int error)
     }
 }
 
+/* A write's handler: its data is what was not written, not to be recorded. */
+static void rec_write_handler(void *ctx, bool done, cq_data_t data, int error)
+{
+    (void)data;
+    rec_handler(ctx, done, NULL, error);
+}
+
 /* A cleanup handler that notes its turn among the others of a test (all on one serial queue)
  * and whether the operation it follows had its done call by then. */
 struct turn {
@@ -87,6 +96,21 @@ static void signal_sema(void *ctx)
     cq_semaphore_signal(ctx);
 }
 
+/* A cleanup handler's error and calls. */
+struct cleanup_rec {
+    cq_semaphore_t sema;
+    int error;
+    int calls;
+};
+
+static void cleanup_handler(void *ctx, int error)
+{
+    struct cleanup_rec *r = ctx;
+    r->error = error;
+    r->calls++;
+    cq_semaphore_signal(r->sema);
+}
+
 /* A channel's finalizer signals `freed` once the channel itself is freed: after every
  * reference, the one its pending open job holds included. */
 static void watch_free(cq_io_t ch, cq_semaphore_t freed)
@@ -99,6 +123,14 @@ static void make_fifo(const char *path)
 {
     unlink(path);
     REQUIRE(mkfifo(path, 0600) == 0);
+}
+
+static void write_file(const char *path, const char *text)
+{
+    int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    REQUIRE(fd >= 0);
+    REQUIRE(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+    close(fd);
 }
 
 /* The descriptors of this process open on `path` (the runtime opens others lazily: timerfds,
@@ -277,11 +309,222 @@ static void test_open_returns_as_close_runs(void)
     cq_release(q);
 }
 
+/* ---- channels made from a path channel ---------------------------------------------------- */
+
+static void read3(cq_io_t ch, cq_queue_t q, off_t at, struct rec *r)
+{
+    rec_init(r);
+    cq_io_read_f(ch, at, 3, q, r, rec_handler);
+    WAIT_SEMA(r->done_sema);
+}
+
+static void rec_free(struct rec *r)
+{
+    cq_release(r->done_sema);
+}
+
+/* Made after its parent opened the file, a channel opens the path itself, as libdispatch's:
+ * its own descriptor and position (it shared the parent's, and read "345" after the parent's
+ * "012", and a random channel made from it read "678" at offset 0). */
+static void test_child_of_opened_path_channel_opens_path(void)
+{
+    char *path = tmp_path("digits");
+    write_file(path, "0123456789");
+    cq_queue_t q = cq_queue_create("test.io.life", NULL);
+    cq_io_t parent = cq_io_create_with_path_f(CQ_IO_STREAM, path, O_RDONLY, 0, q, NULL, NULL);
+    struct rec a, b, c, d;
+    read3(parent, q, 0, &a);
+    cq_io_t child = cq_io_create_with_io_f(CQ_IO_STREAM, parent, q, NULL, NULL);
+    REQUIRE(child != NULL);
+    read3(child, q, 0, &b);
+    cq_io_t rnd = cq_io_create_with_io_f(CQ_IO_RANDOM, child, q, NULL, NULL);
+    REQUIRE(rnd != NULL);
+    read3(rnd, q, 0, &c);
+    read3(parent, q, 0, &d); /* the parent goes on from where it stood */
+    CHECK(a.n == 3 && memcmp(a.bytes, "012", 3) == 0);
+    CHECK(b.n == 3 && memcmp(b.bytes, "012", 3) == 0);
+    CHECK(c.n == 3 && memcmp(c.bytes, "012", 3) == 0);
+    CHECK(d.n == 3 && memcmp(d.bytes, "345", 3) == 0);
+    CHECK_EQ(a.error + b.error + c.error + d.error, 0);
+    int fp = cq_io_get_descriptor(parent), fc = cq_io_get_descriptor(child);
+    int fr = cq_io_get_descriptor(rnd);
+    CHECK(fp >= 0 && fc >= 0 && fr >= 0 && fp != fc && fc != fr && fp != fr);
+    cq_io_close(rnd, 0);
+    cq_io_close(child, 0);
+    cq_io_close(parent, 0);
+    cq_release(rnd);
+    cq_release(child);
+    cq_release(parent);
+    rec_free(&a);
+    rec_free(&b);
+    rec_free(&c);
+    rec_free(&d);
+    cq_release(q);
+    unlink(path);
+}
+
+/* The parent's cleanup does not wait for a channel made from it once it opened (it did: a
+ * program closing its channels in creation order and waiting for each cleanup hung). The child
+ * works on after the parent's cleanup. The order of the two cleanup handlers on their serial
+ * queue tells: the parent's was queued when it was closed, before the child was. */
+static void test_path_parent_cleanup_does_not_wait_for_child(void)
+{
+    char *path = tmp_path("parent-first");
+    write_file(path, "abcdef");
+    cq_queue_t q = cq_queue_create("test.io.life", NULL);
+    int clock = 0;
+    struct turn pc = {cq_semaphore_create(0), &clock, 0, 0, -1, NULL, false};
+    struct turn cc = {cq_semaphore_create(0), &clock, 0, 0, -1, NULL, false};
+    cq_io_t parent =
+        cq_io_create_with_path_f(CQ_IO_RANDOM, path, O_RDONLY, 0, q, &pc, turn_cleanup);
+    struct rec a, b;
+    read3(parent, q, 0, &a); /* the file is open now */
+    cq_io_t child = cq_io_create_with_io_f(CQ_IO_STREAM, parent, q, &cc, turn_cleanup);
+    REQUIRE(child != NULL);
+    cq_io_close(parent, 0);
+    cq_release(parent);
+    read3(child, q, 0, &b);
+    cq_io_close(child, 0);
+    cq_release(child);
+    WAIT_SEMA(pc.sema);
+    WAIT_SEMA(cc.sema);
+    CHECK(a.n == 3 && memcmp(a.bytes, "abc", 3) == 0);
+    CHECK(b.n == 3 && memcmp(b.bytes, "abc", 3) == 0);
+    CHECK_EQ(b.error, 0);
+    CHECK_EQ(pc.at, 1); /* the parent's first (it came second) */
+    CHECK_EQ(cc.at, 2);
+    CHECK_EQ(pc.error + cc.error, 0);
+    rec_free(&a);
+    rec_free(&b);
+    cq_release(pc.sema);
+    cq_release(cc.sema);
+    cq_release(q);
+    unlink(path);
+}
+
+/* A channel made from one on a descriptor still shares it, and the parent's cleanup still waits
+ * for it (as libdispatch's): closed first, the parent's cleanup handler comes second. */
+static void test_fd_parent_cleanup_waits_for_child(void)
+{
+    char *path = tmp_path("fd-parent");
+    write_file(path, "abcdef");
+    int fd = open(path, O_RDONLY);
+    REQUIRE(fd >= 0);
+    cq_queue_t q = cq_queue_create("test.io.life", NULL);
+    int clock = 0;
+    struct turn pc = {cq_semaphore_create(0), &clock, 0, 0, -1, NULL, false};
+    struct turn cc = {cq_semaphore_create(0), &clock, 0, 0, -1, NULL, false};
+    cq_io_t parent = cq_io_create_f(CQ_IO_STREAM, fd, q, &pc, turn_cleanup);
+    struct rec a, b;
+    read3(parent, q, 0, &a);
+    cq_io_t child = cq_io_create_with_io_f(CQ_IO_STREAM, parent, q, &cc, turn_cleanup);
+    REQUIRE(child != NULL);
+    cq_io_close(parent, 0);
+    cq_release(parent);
+    read3(child, q, 0, &b); /* on from where the parent stands */
+    cq_io_close(child, 0);
+    cq_release(child);
+    WAIT_SEMA(pc.sema);
+    WAIT_SEMA(cc.sema);
+    CHECK(b.n == 3 && memcmp(b.bytes, "def", 3) == 0);
+    CHECK_EQ(cc.at, 1);
+    CHECK_EQ(pc.at, 2);
+    close(fd);
+    rec_free(&a);
+    rec_free(&b);
+    cq_release(pc.sema);
+    cq_release(cc.sema);
+    cq_release(q);
+    unlink(path);
+}
+
+/* A channel made from a path channel whose open failed reports that error, as libdispatch's
+ * (even once the file exists), and opens nothing. */
+static void test_child_of_failed_path_channel_keeps_error(void)
+{
+    char *path = tmp_path("missing");
+    unlink(path);
+    cq_queue_t q = cq_queue_create("test.io.life", NULL);
+    struct cleanup_rec cp = {cq_semaphore_create(0), -1, 0}, cc = {cq_semaphore_create(0), -1, 0};
+    cq_io_t parent =
+        cq_io_create_with_path_f(CQ_IO_STREAM, path, O_RDONLY, 0, q, &cp, cleanup_handler);
+    struct rec a, b;
+    read3(parent, q, 0, &a);
+    CHECK_EQ(a.error, ENOENT);
+    write_file(path, "abc");
+    cq_io_t child = cq_io_create_with_io_f(CQ_IO_STREAM, parent, q, &cc, cleanup_handler);
+    read3(child, q, 0, &b);
+    CHECK_EQ(b.error, ENOENT);
+    CHECK_EQ(b.n, 0);
+    cq_io_close(child, 0);
+    cq_release(child);
+    cq_io_close(parent, 0);
+    cq_release(parent);
+    WAIT_SEMA(cp.sema);
+    WAIT_SEMA(cc.sema);
+    CHECK_EQ(cp.error, ENOENT);
+    CHECK_EQ(cc.error, ENOENT);
+    rec_free(&a);
+    rec_free(&b);
+    cq_release(cp.sema);
+    cq_release(cc.sema);
+    cq_release(q);
+    unlink(path);
+}
+
+/* The child opens with its parent's flags: O_TRUNC truncates the file again, and a stream
+ * child writes from the start (as libdispatch: "XY"; sharing the descriptor gave "helloXY"). */
+static void test_child_of_path_channel_opens_with_its_flags(void)
+{
+    char *path = tmp_path("trunc");
+    unlink(path);
+    cq_queue_t q = cq_queue_create("test.io.life", NULL);
+    struct cleanup_rec cp = {cq_semaphore_create(0), -1, 0}, cc = {cq_semaphore_create(0), -1, 0};
+    cq_io_t parent = cq_io_create_with_path_f(CQ_IO_STREAM, path, O_WRONLY | O_CREAT | O_TRUNC,
+                                              0600, q, &cp, cleanup_handler);
+    struct rec a, b;
+    rec_init(&a);
+    rec_init(&b);
+    cq_data_t d = cq_data_create_f("hello", 5, NULL, CQ_DATA_DESTRUCTOR_DEFAULT);
+    cq_io_write_f(parent, 0, d, q, &a, rec_write_handler);
+    cq_release(d);
+    WAIT_SEMA(a.done_sema);
+    cq_io_t child = cq_io_create_with_io_f(CQ_IO_STREAM, parent, q, &cc, cleanup_handler);
+    d = cq_data_create_f("XY", 2, NULL, CQ_DATA_DESTRUCTOR_DEFAULT);
+    cq_io_write_f(child, 0, d, q, &b, rec_write_handler);
+    cq_release(d);
+    WAIT_SEMA(b.done_sema);
+    CHECK_EQ(a.error + b.error, 0);
+    cq_io_close(child, 0);
+    cq_release(child);
+    cq_io_close(parent, 0);
+    cq_release(parent);
+    WAIT_SEMA(cp.sema);
+    WAIT_SEMA(cc.sema);
+    char buf[16] = {0};
+    int fd = open(path, O_RDONLY);
+    REQUIRE(fd >= 0);
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    CHECK(n == 2 && memcmp(buf, "XY", 2) == 0);
+    rec_free(&a);
+    rec_free(&b);
+    cq_release(cp.sema);
+    cq_release(cc.sema);
+    cq_release(q);
+    unlink(path);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     RUN(test_stop_while_open_blocks);
     RUN(test_close_while_open_blocks_waits_for_read);
     RUN(test_open_returns_as_close_runs);
+    RUN(test_child_of_opened_path_channel_opens_path);
+    RUN(test_path_parent_cleanup_does_not_wait_for_child);
+    RUN(test_fd_parent_cleanup_waits_for_child);
+    RUN(test_child_of_failed_path_channel_keeps_error);
+    RUN(test_child_of_path_channel_opens_with_its_flags);
     TEST_MAIN_END();
 }

@@ -10,16 +10,18 @@
  * done by cq__io_unlock.
  *
  * References: the creator's (xref); each operation holds an internal one until it is freed; a
- * channel made with cq_io_create_with_io holds one on its parent, and the parent keeps its
- * descriptor until that channel is cleaned up ("holders").
+ * channel made with cq_io_create_with_io from a channel on a descriptor holds one on its
+ * parent, and the parent keeps its descriptor until that channel is cleaned up ("holders"). One
+ * made from a path channel opens the path itself and holds nothing of its parent's.
  *
- * Families: channels made from one another with cq_io_create_with_io work on one descriptor,
- * and a barrier on any of them is a barrier across all of them, as libdispatch documents: it
- * runs once every operation submitted before it on any of them has ended, and none submitted
- * after it starts before it has returned. The barrier puts a fence (a barrier with no function)
- * on each relative, and runs once its own channel and every relative have let their part start;
- * it then ends the fences. A family's barriers are submitted one at a time (its barrier lock),
- * so they stand in the same order on every channel and cannot wait for one another.
+ * Families: channels made from one another with cq_io_create_with_io work on one descriptor
+ * (from a path channel: on one path), and a barrier on any of them is a barrier across all of
+ * them, as libdispatch documents: it runs once every operation submitted before it on any of
+ * them has ended, and none submitted after it starts before it has returned. The barrier puts a
+ * fence (a barrier with no function) on each relative, and runs once its own channel and every
+ * relative have let their part start; it then ends the fences. A family's barriers are
+ * submitted one at a time (its barrier lock), so they stand in the same order on every channel
+ * and cannot wait for one another.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -367,14 +369,24 @@ cq_io_t cq_io_create_with_io_f(cq_io_type_t type, cq_io_t io, cq_queue_t queue, 
         return NULL;
     }
     pthread_mutex_lock(&p->lock);
-    if (p->path && !p->ready) {
-        /* not opened yet: the new channel opens the same path itself */
-        ch->path = strdup(p->path);
-        ch->oflag = p->oflag;
-        ch->mode = p->mode;
-        if (ch->path == NULL) {
+    if (p->path) {
+        /* A path channel's: it opens the path itself (same flags and mode: O_TRUNC truncates
+         * again), with its own descriptor, position and cleanup, whether or not `p` has opened
+         * yet, as libdispatch's does. Sharing p's descriptor once open made p's cleanup wait
+         * for this channel's (a program closing channels in creation order, waiting for each
+         * cleanup, hung), and this channel read on from where p stood ("345" where
+         * libdispatch reads "012"). */
+        if (p->ready && !p->owns_fd) {
             ch->ready = true;
-            ch->err = ENOMEM;
+            ch->err = p->err; /* its open failed: as libdispatch, that error (not a new open) */
+        } else {
+            ch->path = strdup(p->path);
+            ch->oflag = p->oflag;
+            ch->mode = p->mode;
+            if (ch->path == NULL) {
+                ch->ready = true;
+                ch->err = ENOMEM;
+            }
         }
         pthread_mutex_unlock(&p->lock);
         family_join(p, ch);
