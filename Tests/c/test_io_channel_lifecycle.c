@@ -91,6 +91,11 @@ static void turn_cleanup(void *ctx, int error)
     cq_semaphore_signal(t->sema);
 }
 
+static void noop_fn(void *ctx)
+{
+    (void)ctx;
+}
+
 static void signal_sema(void *ctx)
 {
     cq_semaphore_signal(ctx);
@@ -472,6 +477,101 @@ static void test_child_of_failed_path_channel_keeps_error(void)
     unlink(path);
 }
 
+/* A channel whose error is found at creation calls its cleanup handler at once, with that
+ * error and without a close or a release, as libdispatch's does (its operations fail with the
+ * same error; a channel on a descriptor still reports it, as libdispatch's). The cleanup
+ * handler waited for the close or the last release: a program that waited in it to learn that
+ * its channel had failed hung while it held the channel. Found by a user-side probe. */
+static void test_creation_errors_clean_up_at_once(void)
+{
+    cq_queue_t q = cq_queue_create("test.io.life", NULL);
+    char *missing = tmp_path("not-there");
+    unlink(missing);
+    int dir = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    REQUIRE(dir >= 0);
+    int p[2];
+    REQUIRE(pipe(p) == 0);
+    int closed = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    REQUIRE(closed >= 0);
+    REQUIRE(close(closed) == 0); /* a number that names nothing now (nothing opens meanwhile) */
+    struct {
+        const char *what;
+        int error, descriptor;
+    } cases[] = {
+        {"descriptor not open", EBADF, -1},      {"directory descriptor", EISDIR, dir},
+        {"random on a pipe", ESPIPE, -1},        {"missing path", ENOENT, -1},
+        {"directory path", EISDIR, -1},          {"child of a failed channel", ENOENT, -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        printf("  %s\n", cases[i].what);
+        struct cleanup_rec cr = {cq_semaphore_create(0), -1, 0};
+        cq_io_t failed_parent = NULL, ch = NULL;
+        switch (i) {
+        case 0:
+            ch = cq_io_create_f(CQ_IO_STREAM, closed, q, &cr, cleanup_handler);
+            break;
+        case 1:
+            ch = cq_io_create_f(CQ_IO_STREAM, dir, q, &cr, cleanup_handler);
+            break;
+        case 2:
+            ch = cq_io_create_f(CQ_IO_RANDOM, p[0], q, &cr, cleanup_handler);
+            break;
+        case 3:
+            ch = cq_io_create_with_path_f(CQ_IO_STREAM, missing, O_RDONLY, 0, q, &cr,
+                                          cleanup_handler);
+            break;
+        case 4:
+            ch = cq_io_create_with_path_f(CQ_IO_STREAM, "/tmp", O_RDONLY, 0, q, &cr,
+                                          cleanup_handler);
+            break;
+        default:
+            failed_parent =
+                cq_io_create_with_path_f(CQ_IO_STREAM, missing, O_RDONLY, 0, q, NULL, NULL);
+            REQUIRE(failed_parent != NULL);
+            ch = cq_io_create_with_io_f(CQ_IO_STREAM, failed_parent, q, &cr, cleanup_handler);
+            break;
+        }
+        REQUIRE(ch != NULL);
+        WAIT_SEMA(cr.sema); /* before any close or release */
+        CHECK_EQ(cr.error, cases[i].error);
+        CHECK_EQ(cr.calls, 1);
+        CHECK_EQ(cq_io_get_descriptor(ch), cases[i].descriptor);
+        struct rec r;
+        read3(ch, q, 0, &r);
+        CHECK_EQ(r.error, cases[i].error);
+        CHECK_EQ(r.n, 0);
+        cq_io_close(ch, 0);
+        cq_release(ch);
+        if (failed_parent) {
+            cq_release(failed_parent);
+        }
+        cq_sync_f(q, NULL, noop_fn);
+        CHECK_EQ(cr.calls, 1); /* once */
+        rec_free(&r);
+        cq_release(cr.sema);
+    }
+    /* a path that is missing but created by the open is no error */
+    struct cleanup_rec cr = {cq_semaphore_create(0), -1, 0};
+    cq_io_t ch = cq_io_create_with_path_f(CQ_IO_STREAM, missing, O_RDWR | O_CREAT, 0600, q, &cr,
+                                          cleanup_handler);
+    REQUIRE(ch != NULL);
+    struct rec r;
+    read3(ch, q, 0, &r);
+    CHECK_EQ(r.error, 0);
+    CHECK_EQ(cr.calls, 0);
+    cq_io_close(ch, 0);
+    cq_release(ch);
+    WAIT_SEMA(cr.sema);
+    CHECK_EQ(cr.error, 0);
+    rec_free(&r);
+    cq_release(cr.sema);
+    unlink(missing);
+    close(dir);
+    close(p[0]);
+    close(p[1]);
+    cq_release(q);
+}
+
 /* The child opens with its parent's flags: O_TRUNC truncates the file again, and a stream
  * child writes from the start (as libdispatch: "XY"; sharing the descriptor gave "helloXY"). */
 static void test_child_of_path_channel_opens_with_its_flags(void)
@@ -526,5 +626,6 @@ int main(void)
     RUN(test_fd_parent_cleanup_waits_for_child);
     RUN(test_child_of_failed_path_channel_keeps_error);
     RUN(test_child_of_path_channel_opens_with_its_flags);
+    RUN(test_creation_errors_clean_up_at_once);
     TEST_MAIN_END();
 }

@@ -265,8 +265,8 @@ static void test_channel_aborts(void)
                  "CQueueCore: cq_io_write_f: NULL data\n");
     expect_abort("NULL channel", null_channel, NULL, "CQueueCore: cq_io_read_f: NULL object\n");
     expect_abort("not a channel", not_a_channel, NULL, "CQueueCore: cq_io_close: semaphore 0x");
-    expect_abort("not a channel", not_a_channel, NULL, " is not a I/O channel\n");
-    expect_abort("with_io from data", with_io_from_not_a_channel, NULL, " is not a I/O channel\n");
+    expect_abort("not a channel", not_a_channel, NULL, " is not an I/O channel\n");
+    expect_abort("with_io from data", with_io_from_not_a_channel, NULL, " is not an I/O channel\n");
 #ifndef CQ_TEST_SANITIZED
     expect_abort("after release", channel_after_release, NULL,
                  "is not a CQueueCore object (or was already freed)\n");

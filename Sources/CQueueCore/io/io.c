@@ -321,8 +321,33 @@ static int dup_for_channel(int fd)
     return own;
 }
 
-cq_io_t cq_io_create_f(cq_io_type_t type, cq_fd_t fd, cq_queue_t queue, void *context,
-                       cq_io_cleanup_function_t cleanup)
+/*
+ * The end of every creation. An error found there (a descriptor that is not open, a directory,
+ * random access on a pipe, a path that cannot be looked up, a parent that failed) makes the
+ * cleanup handler run at once with it, as libdispatch's does, not at the close or the last
+ * release: a program that waits in its cleanup handler to learn that its channel failed
+ * waited as long as it held the channel (for ever, if it waited before releasing it; found by
+ * a user-side probe). Operations submitted later fail with the same error.
+ */
+static cq_io_t ch_created(struct cq_io_s *ch)
+{
+    if (ch != NULL && ch->ready && ch->err != 0) {
+        pthread_mutex_lock(&ch->lock);
+        ch->failed = true;
+        /* what cq_io_get_descriptor goes on reporting: a channel on a descriptor reports it
+         * (a directory's, as libdispatch's), one on a path none */
+        ch->failed_fd = ch->err == EISDIR && ch->fd >= 0 ? (ch->dup_fd ? ch->user_fd : ch->fd) : -1;
+        ch_maybe_cleanup(ch);
+        cq__io_unlock(ch);
+    }
+    return ch;
+}
+
+/* cq_io_create_f's channel; `early`: an error found here runs the cleanup handler at once
+ * (ch_created). The one-shot reads and writes (io_oneshot.c) report through the cleanup
+ * handler, after their operation: not early. */
+static cq_io_t create_on_fd(cq_io_type_t type, cq_fd_t fd, cq_queue_t queue, void *context,
+                            cq_io_cleanup_function_t cleanup, bool early)
 {
     struct cq_io_s *ch = ch_new(type, queue, context, cleanup, "cq_io_create_f");
     if (ch) {
@@ -337,7 +362,19 @@ cq_io_t cq_io_create_f(cq_io_type_t type, cq_fd_t fd, cq_queue_t queue, void *co
             ch_set_fd(ch, fd);
         }
     }
-    return ch;
+    return early ? ch_created(ch) : ch;
+}
+
+cq_io_t cq_io_create_f(cq_io_type_t type, cq_fd_t fd, cq_queue_t queue, void *context,
+                       cq_io_cleanup_function_t cleanup)
+{
+    return create_on_fd(type, fd, queue, context, cleanup, true);
+}
+
+cq_io_t cq__io_create_oneshot(cq_fd_t fd, cq_queue_t queue, void *context,
+                              cq_io_cleanup_function_t cleanup)
+{
+    return create_on_fd(CQ_IO_STREAM, fd, queue, context, cleanup, false);
 }
 
 cq_io_t cq_io_create_with_path_f(cq_io_type_t type, const char *path, int oflag, mode_t mode,
@@ -352,12 +389,24 @@ cq_io_t cq_io_create_with_path_f(cq_io_type_t type, const char *path, int oflag,
         ch->path = strdup(path);
         ch->oflag = oflag;
         ch->mode = mode;
+        struct stat st;
         if (ch->path == NULL) {
             ch->ready = true;
             ch->err = ENOMEM;
+        } else if (stat(path, &st) != 0) {
+            /* Looked up now, as libdispatch does (it opens the file only for the first
+             * operation): a path that is not there fails the channel, unless the open creates
+             * it. */
+            if (errno != ENOENT || !(oflag & O_CREAT)) {
+                ch->ready = true;
+                ch->err = errno;
+            }
+        } else if (S_ISDIR(st.st_mode)) {
+            ch->ready = true;
+            ch->err = EISDIR; /* as ch_set_fd */
         }
     }
-    return ch;
+    return ch_created(ch);
 }
 
 cq_io_t cq_io_create_with_io_f(cq_io_type_t type, cq_io_t io, cq_queue_t queue, void *context,
@@ -390,13 +439,13 @@ cq_io_t cq_io_create_with_io_f(cq_io_type_t type, cq_io_t io, cq_queue_t queue, 
         }
         pthread_mutex_unlock(&p->lock);
         family_join(p, ch);
-        return ch;
+        return ch_created(ch);
     }
     if (p->cleaned) {
         ch->ready = true;
         ch->err = p->err ? p->err : EBADF; /* its descriptor is gone */
         pthread_mutex_unlock(&p->lock);
-        return ch;
+        return ch_created(ch);
     }
     ch->parent = p;
     cq__ref_retain(&p->obj);
@@ -414,7 +463,7 @@ cq_io_t cq_io_create_with_io_f(cq_io_type_t type, cq_io_t io, cq_queue_t queue, 
     }
     pthread_mutex_unlock(&p->lock);
     family_join(p, ch);
-    return ch;
+    return ch_created(ch);
 }
 
 /* ---- scheduling ----------------------------------------------------------------------------- */
@@ -658,21 +707,11 @@ static void ch_maybe_cleanup(struct cq_io_s *ch)
     /* A pending open is not waited for: it may never return (a FIFO that no writer opens),
      * and the cleanup handler waited with it, where libdispatch's ran at once (open_job closes
      * what it opens once it returns) */
-    if (ch->cleaned || !(ch->closed || ch->released) || ch->outstanding > 0 || ch->holders > 0) {
+    if (ch->cleaned || !(ch->closed || ch->released || ch->failed) || ch->outstanding > 0 ||
+        ch->holders > 0) {
         return;
     }
     ch->cleaned = true;
-    if (ch->path && !ch->ready && ch->err == 0 && !(ch->oflag & O_CREAT)) {
-        /* A path channel that never opened its file (no operation, or its open has not
-         * returned): report a path that cannot be opened as libdispatch does (it looks at the
-         * path; it creates nothing) */
-        struct stat st;
-        if (stat(ch->path, &st) != 0) {
-            ch->err = errno;
-        } else if (S_ISDIR(st.st_mode)) {
-            ch->err = EISDIR; /* as ch_set_fd */
-        }
-    }
     if (ch->fd >= 0 && ch->parent == NULL) {
         if (ch->type == CQ_IO_STREAM && ch->is_file && !ch->owns_fd) {
             lseek(ch->fd, ch->pos, SEEK_SET); /* where reads and writes left it */
@@ -951,7 +990,9 @@ cq_fd_t cq_io_get_descriptor(cq_io_t channel)
     pthread_mutex_lock(&ch->lock);
     /* a directory's channel still has its descriptor (as libdispatch's) */
     bool usable = ch->err == 0 || (ch->err == EISDIR && ch->fd >= 0);
-    int fd = ch->ready && !ch->cleaned && usable ? (ch->dup_fd ? ch->user_fd : ch->fd) : -1;
+    int fd = ch->failed                            ? ch->failed_fd
+             : ch->ready && !ch->cleaned && usable ? (ch->dup_fd ? ch->user_fd : ch->fd)
+                                                   : -1;
     pthread_mutex_unlock(&ch->lock);
     return fd;
 }

@@ -189,7 +189,9 @@ struct cq_io_s {
     uint64_t interval;
     /* state */
     bool closed, stopped, released, cleaned;
-    bool avail; /* cq_read_f's private channel: its read takes what is available (op->avail) */
+    bool failed;   /* an error found at creation: the cleanup handler runs at once (ch_created) */
+    int failed_fd; /* then what cq_io_get_descriptor reports */
+    bool avail;    /* cq_read_f's private channel: its read takes what is available (op->avail) */
     unsigned holders;     /* channels made with cq_io_create_with_io on our descriptor */
     unsigned outstanding; /* operations submitted and not freed */
     unsigned active_reads, active_writes, active_n;
@@ -212,6 +214,10 @@ CQ_INTERNAL void cq__io_unlock(struct cq_io_s *ch);
 CQ_INTERNAL void cq__io_op_unref(struct cq__io_op *op);
 /* cq_read_f: the channel's reads take what is available (see cq__io_op.avail). */
 CQ_INTERNAL void cq__io_set_avail(cq_io_t channel);
+/* cq_io_create_f's stream channel for a one-shot read or write, whose cleanup handler reports
+ * the operation: it runs after the operation, also when the descriptor is not open. */
+CQ_INTERNAL cq_io_t cq__io_create_oneshot(cq_fd_t fd, cq_queue_t queue, void *context,
+                                          cq_io_cleanup_function_t cleanup);
 /* Runs a barrier's function on its queue's thread, then ends it (io_op.c). */
 CQ_INTERNAL void cq__io_barrier_run(void *ctx);
 /* After a family's barrier ran: ends the barriers it put on its relatives (io.c). */

@@ -71,7 +71,7 @@ void cq_read_f(cq_fd_t fd, size_t length, cq_queue_t queue, void *context,
 {
     struct oneshot *o = oneshot_new(context, handler, "cq_read_f");
     o->data = cq_data_empty;
-    cq_io_t ch = cq_io_create_f(CQ_IO_STREAM, fd, queue, o, oneshot_cleanup);
+    cq_io_t ch = cq__io_create_oneshot(fd, queue, o, oneshot_cleanup);
     cq_io_set_low_water(ch, SIZE_MAX);
     cq__io_set_avail(ch);
     cq_io_read_f(ch, 0, length, queue, o, oneshot_read);
@@ -83,7 +83,7 @@ void cq_write_f(cq_fd_t fd, cq_data_t data, cq_queue_t queue, void *context,
                 cq_io_data_function_t handler)
 {
     struct oneshot *o = oneshot_new(context, handler, "cq_write_f");
-    cq_io_t ch = cq_io_create_f(CQ_IO_STREAM, fd, queue, o, oneshot_cleanup);
+    cq_io_t ch = cq__io_create_oneshot(fd, queue, o, oneshot_cleanup);
     cq_io_write_f(ch, 0, data, queue, o, oneshot_write);
     cq_io_close(ch, 0);
     cq_release(ch);

@@ -4,6 +4,7 @@
 #include "platform/object_internal.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "platform/diag_internal.h"
 
@@ -56,8 +57,9 @@ struct cq__object *cq__object_check(const void *object, enum cq__kind kind, cons
         cq__crash("%s: %p is not a CQueueCore object (or was already freed)", call, object);
     }
     if (cq__unlikely(kind != 0 && o->cls->kind != kind)) {
-        cq__crash("%s: %s is not a %s", call, CQ_DESCRIBE(o),
-                  classes[kind] ? classes[kind]->name : "?");
+        const char *name = classes[kind] ? classes[kind]->name : "?";
+        cq__crash("%s: %s is not %s %s", call, CQ_DESCRIBE(o),
+                  strchr("AEIOUaeiou", name[0]) ? "an" : "a", name);
     }
     return (struct cq__object *)o;
 }

@@ -50,8 +50,11 @@
  * Errors never crash: a descriptor that is not open (at create, or closed under the channel)
  * ends operations with EBADF; a path that cannot be opened ends them with open()'s errno; a
  * write to a pipe or socket whose reader has gone ends with EPIPE, and raises no SIGPIPE
- * (libdispatch's kills a program that keeps SIGPIPE's default action).
- * Misuse aborts with a message: a NULL channel, queue or handler, an unknown type or flag.
+ * (libdispatch's kills a program that keeps SIGPIPE's default action). An error found at
+ * creation (a descriptor that is not open, a directory, random access on a pipe, a path that
+ * cannot be looked up) runs the cleanup handler at once with it, as libdispatch does.
+ * An unknown type, or a relative path, returns NULL with errno EINVAL.
+ * Misuse aborts with a message: a NULL channel, queue or handler, an unknown flag.
  */
 #ifndef CQUEUECORE_IO_H
 #define CQUEUECORE_IO_H
