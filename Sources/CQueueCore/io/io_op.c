@@ -254,12 +254,17 @@ static void delivery_run(void *ctx)
 {
     struct cq__io_op *op = ctx;
     struct cq_io_s *ch = op->ch;
-    bool file_read = op->kind == CQ__IO_OP_READ && ch->is_file;
+    /* read under the lock: a path channel closed while its open waited delivers its
+     * operations' ends while the open may still return and set up the descriptor (ch_set_fd) */
+    int file_read = -1;
     uint64_t took = 0;     /* the last handler call's time ... */
     size_t took_bytes = 0; /* ... for a piece of this many bytes (0: none) */
     unsigned inlined = 0;
     for (;;) {
         pthread_mutex_lock(&ch->lock);
+        if (file_read < 0) {
+            file_read = op->kind == CQ__IO_OP_READ && ch->is_file;
+        }
         struct cq__io_delivery *d = op->dq_head;
         int step = STEP_NONE;
         if (file_read) {
