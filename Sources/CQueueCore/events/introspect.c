@@ -7,10 +7,13 @@
 #endif
 #include <cqueuecore/introspect.h>
 #include <cqueuecore/runtime.h>
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -266,10 +269,9 @@ static void dump_worker_ctx(void *ctx, const struct cq_introspect_worker *w)
     dump_worker(((struct dump_ctx *)ctx)->out, w);
 }
 
-void cq_introspect_dump(FILE *out)
+static void dump_into(FILE *out)
 {
-    struct dump_ctx d = {out ? out : stderr, false, false};
-    flockfile(d.out);
+    struct dump_ctx d = {out, false, false};
     fprintf(d.out, "---- SwiftQueues runtime, pid %d ----\n", (int)getpid());
     static const struct cq_introspect_visitor v = {
         .pool = dump_pool_ctx,
@@ -279,8 +281,41 @@ void cq_introspect_dump(FILE *out)
     };
     cq_introspect(&v, &d);
     fprintf(d.out, "---- end ----\n");
-    funlockfile(d.out);
-    fflush(d.out);
+}
+
+/* The dump, formatted in memory (NULL if memory is short). cq_introspect's visitors run under
+ * the registries' locks and in an RCU read-side section: writing straight to a stream that
+ * blocks (stderr into a pipe nobody reads, a terminal paused with Ctrl-S) held them, and every
+ * cq_queue_create and cq_source_create waited for the reader (found by a user-side probe). */
+static char *dump_to_memory(size_t *len)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *m = open_memstream(&buf, &n);
+    if (m == NULL) {
+        return NULL;
+    }
+    dump_into(m);
+    if (fclose(m) != 0) {
+        free(buf);
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+void cq_introspect_dump(FILE *out)
+{
+    out = out ? out : stderr;
+    size_t n;
+    char *buf = dump_to_memory(&n);
+    if (buf == NULL) {
+        fputs("---- SwiftQueues runtime: no memory for the dump ----\n", out);
+    } else {
+        fwrite(buf, 1, n, out);
+        free(buf);
+    }
+    fflush(out);
 }
 
 /* ---- CQ_DUMP_SIGNAL ----------------------------------------------------------------------------
@@ -288,9 +323,77 @@ void cq_introspect_dump(FILE *out)
 
 int cq__dump_signo;
 
+/* A dump still being written by its thread: the next signal's is dropped (with a line). */
+static atomic_bool dump_writing;
+
+struct dump_write {
+    char *buf;
+    size_t len;
+};
+
+static void *dump_writer(void *arg)
+{
+    struct dump_write *w = arg;
+    size_t off = 0;
+    while (off < w->len) {
+        ssize_t k = write(STDERR_FILENO, w->buf + off, w->len - off);
+        if (k < 0 && errno == EINTR) {
+            continue;
+        }
+        if (k <= 0) {
+            break;
+        }
+        off += (size_t)k;
+    }
+    free(w->buf);
+    free(w);
+    /* release: pairs with the acquire exchange in cq__introspect_dump_signal (nothing of this
+     * write is read there; the order keeps a dump from starting before this one is done) */
+    atomic_store_explicit(&dump_writing, false, memory_order_release);
+    return NULL;
+}
+
+/*
+ * On the reactor thread, when the signal arrives. The dump is formatted here, then written by
+ * a thread of its own: the reactor writing it to a stderr that blocks stopped every timer and
+ * source of the process until a reader came (and, with the registries' locks held, every
+ * queue creation too). A signal while a dump is still being written gets one line instead.
+ */
 void cq__introspect_dump_signal(void)
 {
-    cq_introspect_dump(stderr);
+    /* acquire: pairs with dump_writer's release store */
+    if (atomic_exchange_explicit(&dump_writing, true, memory_order_acquire)) {
+        static const char busy[] = "---- SwiftQueues runtime: a dump is still being written; "
+                                   "this signal's is skipped ----\n";
+        ssize_t ignored = write(STDERR_FILENO, busy, sizeof busy - 1);
+        (void)ignored;
+        return;
+    }
+    struct dump_write *w = malloc(sizeof *w);
+    if (w != NULL) {
+        w->buf = dump_to_memory(&w->len);
+    }
+    if (w == NULL || w->buf == NULL) {
+        free(w);
+        atomic_store_explicit(&dump_writing, false, memory_order_relaxed);
+        static const char nomem[] = "---- SwiftQueues runtime: no memory for the dump ----\n";
+        ssize_t ignored = write(STDERR_FILENO, nomem, sizeof nomem - 1);
+        (void)ignored;
+        return;
+    }
+    pthread_attr_t attr;
+    pthread_t t;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the writer takes no signal of the process */
+    bool started = pthread_attr_init(&attr) == 0 &&
+                   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
+                   pthread_create(&t, &attr, dump_writer, w) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    if (!started) {
+        dump_writer(w); /* no thread to be had: here, as before */
+    }
 }
 
 /* A run of decimal digits and nothing else (no sign, no blank); saturates at INT_MAX. */
@@ -353,6 +456,14 @@ static bool watchable(int signo, char *why, size_t size)
 {
     if (signo == SIGKILL || signo == SIGSTOP) {
         snprintf(why, size, "SIGKILL and SIGSTOP cannot be caught");
+    } else if (signo == SIGSEGV || signo == SIGBUS || signo == SIGFPE || signo == SIGILL ||
+               signo == SIGTRAP || signo == SIGSYS) {
+        /* A fault's signal, watched, returned to the faulting instruction, which faulted
+         * again: a NULL dereference never ended the process and wrote 8,000 dumps a second
+         * (found by a user-side probe). */
+        snprintf(why, size,
+                 "a fault signal (SEGV, BUS, FPE, ILL, TRAP, SYS) must end the "
+                 "process");
     } else if (signo < SIGRTMIN && sigabbrev_np(signo) == NULL) {
         snprintf(why, size,
                  "the C library keeps it for itself: real-time signals are SIGRTMIN %d to "
