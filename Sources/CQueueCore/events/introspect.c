@@ -221,6 +221,9 @@ static void dump_queue(void *ctx, const struct cq_introspect_queue *q)
     /* Labels are the application's: escaped, a label with a newline could forge dump lines. */
     char label[128];
     cq__escape_label(q->label, label, sizeof label);
+    if (label[0] == '\0') {
+        snprintf(label, sizeof label, "(no label) %p", q->queue); /* was blank */
+    }
     if (q->kind == CQ_INTROSPECT_QUEUE_GLOBAL) {
         fprintf(d->out, "  %-32s global\n", label);
         return;
@@ -236,6 +239,8 @@ static void dump_queue(void *ctx, const struct cq_introspect_queue *q)
     }
     if (q->target_label[0]) {
         fprintf(d->out, " -> %s", cq__escape_label(q->target_label, label, sizeof label));
+    } else if (q->kind != CQ_INTROSPECT_QUEUE_MAIN) {
+        fprintf(d->out, " -> (no label)");
     }
     fprintf(d->out, "\n");
 }
@@ -248,11 +253,11 @@ static void dump_source(void *ctx, const struct cq_introspect_source *s)
         d->sources_header = true;
     }
     char label[128];
+    cq__escape_label(s->target_label, label, sizeof label);
     fprintf(d->out, "  %-7s handle %-6llu mask %#llx on %s%s%s%s", s->type,
             (unsigned long long)s->handle, (unsigned long long)s->mask,
-            cq__escape_label(s->target_label, label, sizeof label),
-            s->registered ? ", registered" : "", s->cancelled ? ", cancelled" : "",
-            s->activated ? "" : ", not activated");
+            label[0] ? label : "(no label)", s->registered ? ", registered" : "",
+            s->cancelled ? ", cancelled" : "", s->activated ? "" : ", not activated");
     if (s->suspend_count && s->activated) {
         fprintf(d->out, ", suspended %u", s->suspend_count);
     }
