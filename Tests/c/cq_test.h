@@ -52,6 +52,23 @@ static inline uint32_t below(uint64_t *s, uint32_t n)
 #define CQ_TEST_RSS_MEANINGFUL 1
 #endif
 
+/* Built with a sanitizer (CQ_TEST_SANITIZED: AddressSanitizer or ThreadSanitizer;
+ * CQ_TEST_TSAN: ThreadSanitizer): for the cases they cannot run or judge. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CQ_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define CQ_TEST_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define CQ_TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CQ_TEST_TSAN 1
+#endif
+#endif
+
 #define CQ_TEST_PATIENCE_NS (60ll * 1000000000ll)
 
 static inline cq_time_t cq_test_deadline(void)

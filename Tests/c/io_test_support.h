@@ -1,10 +1,12 @@
 /*
  * What the dispatch I/O tests (test_io.c, test_io_file.c) share: a cleanup handler that records
  * its error and count, and channels whose cleanup the test waits for before it closes their
- * descriptor. Include after cq_test.h.
+ * descriptor. Include after cq_test.h. A test may use only some of it (IO_TEST_SHARED).
  */
 #ifndef IO_TEST_SUPPORT_H
 #define IO_TEST_SUPPORT_H
+
+#define IO_TEST_SHARED static __attribute__((unused))
 
 struct cleanup_rec {
     cq_semaphore_t sema;
@@ -12,7 +14,7 @@ struct cleanup_rec {
     int calls;
 };
 
-static void cleanup_handler(void *ctx, int error)
+IO_TEST_SHARED void cleanup_handler(void *ctx, int error)
 {
     struct cleanup_rec *r = ctx;
     r->error = error;
@@ -24,21 +26,21 @@ static void cleanup_handler(void *ctx, int error)
  * closes a descriptor only after the channel has let it go (its flags restored), as the API
  * requires; otherwise a late restore could hit the next test's descriptor of the same number.
  * main() creates g_cleaned. */
-static cq_semaphore_t g_cleaned;
+IO_TEST_SHARED cq_semaphore_t g_cleaned;
 
-static void count_cleanup(void *ctx, int error)
+IO_TEST_SHARED void count_cleanup(void *ctx, int error)
 {
     (void)ctx;
     (void)error;
     cq_semaphore_signal(g_cleaned);
 }
 
-static cq_io_t mk(cq_io_type_t type, int fd, cq_queue_t q)
+IO_TEST_SHARED cq_io_t mk(cq_io_type_t type, int fd, cq_queue_t q)
 {
     return cq_io_create_f(type, fd, q, NULL, count_cleanup);
 }
 
-static void done_with(cq_io_t ch, cq_io_close_flags_t flags)
+IO_TEST_SHARED void done_with(cq_io_t ch, cq_io_close_flags_t flags)
 {
     cq_io_close(ch, flags);
     cq_release(ch);
@@ -62,20 +64,20 @@ struct held_handler {
     void *inner_ctx;
 };
 
-static void held_handler_init(struct held_handler *h, cq_io_handler_function_t inner,
-                              void *inner_ctx)
+IO_TEST_SHARED void held_handler_init(struct held_handler *h, cq_io_handler_function_t inner,
+                                      void *inner_ctx)
 {
     *h = (struct held_handler){cq_semaphore_create(0), cq_semaphore_create(0), false, inner,
                                inner_ctx};
 }
 
-static void held_handler_free(struct held_handler *h)
+IO_TEST_SHARED void held_handler_free(struct held_handler *h)
 {
     cq_release(h->entered);
     cq_release(h->gate);
 }
 
-static void held_handler_call(void *ctx, bool done, cq_data_t data, int error)
+IO_TEST_SHARED void held_handler_call(void *ctx, bool done, cq_data_t data, int error)
 {
     struct held_handler *h = ctx;
     if (!h->first) {

@@ -21,6 +21,7 @@
 #define _GNU_SOURCE
 #endif
 #include "cq_test.h"
+#include "io_test_support.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -85,29 +86,6 @@ static void count_start(void)
 static void count_stop(void)
 {
     atomic_store(&counting, false);
-}
-
-/* ---- channels: the test waits for a channel's cleanup before it closes the descriptor ------- */
-
-static cq_semaphore_t g_cleaned;
-
-static void count_cleanup(void *ctx, int error)
-{
-    (void)ctx;
-    (void)error;
-    cq_semaphore_signal(g_cleaned);
-}
-
-static cq_io_t mk(cq_io_type_t type, int fd, cq_queue_t q)
-{
-    return cq_io_create_f(type, fd, q, NULL, count_cleanup);
-}
-
-static void done_with(cq_io_t ch, cq_io_close_flags_t flags)
-{
-    cq_io_close(ch, flags);
-    cq_release(ch);
-    WAIT_SEMA(g_cleaned);
 }
 
 /* ---- the data ---------------------------------------------------------------------------------

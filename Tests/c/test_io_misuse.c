@@ -12,14 +12,6 @@
 
 #include <fcntl.h>
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define CQ_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define CQ_TEST_SANITIZED 1
-#endif
-#endif
-
 static void handler_noop(void *ctx, bool done, cq_data_t data, int error)
 {
     (void)ctx;

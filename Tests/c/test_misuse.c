@@ -12,21 +12,6 @@
 
 #include "cq_test.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define CQ_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define CQ_TEST_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define CQ_TEST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define CQ_TEST_TSAN 1
-#endif
-#endif
-
 /* A child that cannot set up its case (no permission to drop privileges, ...) exits with this. */
 #define CHILD_SKIPPED 77
 
@@ -1309,9 +1294,12 @@ static void test_reports(void)
         {"CQueueCore: CQ_THREAD_LIMIT=1 is less than 3, the least the pool supports here: "
          "using 3\n",
          1},
-        {"CQueueCore: thread limit 3 reached: 3 threads, 3 of them waiting in runtime calls "
-         "and 0 running tasks that sleep in the kernel; new work waits until one returns. "
-         "Raise it with CQ_THREAD_LIMIT.\n",
+        /* How many wait at that moment depends on when the limit is met: 2 or 3 (the second
+         * and third blockers wait behind the first on one semaphore and keep their CPUs:
+         * block.c, CQ__CROWDED_WAITS) */
+        {"CQueueCore: thread limit 3 reached: 3 threads, ", 1},
+        {" of them waiting in runtime calls and 0 running tasks that sleep in the kernel; new "
+         "work waits until one returns. Raise it with CQ_THREAD_LIMIT.\n",
          1},
         {NULL, 0}};
     expect_report("thread-limit", thread_limit, NULL, limit);

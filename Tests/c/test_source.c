@@ -14,14 +14,6 @@
 
 #include "cq_test.h"
 
-#if defined(__SANITIZE_THREAD__)
-#define CQ_TEST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define CQ_TEST_TSAN 1
-#endif
-#endif
-
 static void noop(void *ctx)
 {
     (void)ctx;
