@@ -339,6 +339,37 @@ static void test_dump_escapes_labels(void)
     cq_release(q);
 }
 
+/* A queue made without a label is named by its address in the dump, and a queue or source on
+ * it says "(no label)": both were blank ("on ,"), and nothing told which queue it was. */
+static void test_dump_names_unlabelled_queues(void)
+{
+    cq_queue_t anon = cq_queue_create(NULL, CQ_QUEUE_SERIAL);
+    cq_queue_t on = cq_queue_create("intro.on-unlabelled", CQ_QUEUE_SERIAL);
+    cq_set_target_queue(on, anon);
+    cq_source_t s = cq_source_create(CQ_SOURCE_TYPE_DATA_ADD, 0, 0, anon);
+    REQUIRE(s != NULL);
+    FILE *f = tmpfile();
+    REQUIRE(f != NULL);
+    cq_introspect_dump(f);
+    rewind(f);
+    char buf[65536];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    char named[64];
+    snprintf(named, sizeof named, "(no label) %p", (void *)anon);
+    CHECK(strstr(buf, named) != NULL);
+    CHECK(strstr(buf, "intro.on-unlabelled") != NULL &&
+          strstr(strstr(buf, "intro.on-unlabelled"), "-> (no label)") != NULL);
+    CHECK(strstr(buf, "data-add handle 0      mask 0 on (no label)") != NULL);
+    CHECK(strstr(buf, " on ,") == NULL);
+    cq_source_cancel(s);
+    cq_activate(s);
+    cq_release(s);
+    cq_release(on);
+    cq_release(anon);
+}
+
 /* A released queue leaves the list once it is freed (after its last task). */
 static void test_freed_queue_leaves(void)
 {
@@ -357,6 +388,7 @@ int main(void)
     RUN(test_worker_tids);
     RUN(test_queues_workers_sources);
     RUN(test_dump_escapes_labels);
+    RUN(test_dump_names_unlabelled_queues);
     RUN(test_freed_queue_leaves);
     TEST_MAIN_END();
 }
