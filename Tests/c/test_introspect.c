@@ -148,6 +148,18 @@ static void look_from_task(void *ctx)
     cq_semaphore_signal(l->done);
 }
 
+/* The dump, as a string in buf. */
+static void dump_text(char *buf, size_t size)
+{
+    FILE *f = tmpfile();
+    REQUIRE(f != NULL);
+    cq_introspect_dump(f);
+    rewind(f);
+    size_t n = fread(buf, 1, size - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}
+
 static void test_worker_tids(void)
 {
     cq_semaphore_t warm = cq_semaphore_create(0);
@@ -283,14 +295,8 @@ static void test_queues_workers_sources(void)
     free(s);
 
     /* the dump names them */
-    FILE *f = tmpfile();
-    REQUIRE(f != NULL);
-    cq_introspect_dump(f);
-    rewind(f);
     char buf[65536];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = '\0';
-    fclose(f);
+    dump_text(buf, sizeof buf);
     CHECK(strstr(buf, "intro.serial") != NULL);
     CHECK(strstr(buf, "suspended 2") != NULL);
     CHECK(strstr(buf, "data-add") != NULL);
@@ -348,14 +354,8 @@ static void test_dump_names_unlabelled_queues(void)
     cq_set_target_queue(on, anon);
     cq_source_t s = cq_source_create(CQ_SOURCE_TYPE_DATA_ADD, 0, 0, anon);
     REQUIRE(s != NULL);
-    FILE *f = tmpfile();
-    REQUIRE(f != NULL);
-    cq_introspect_dump(f);
-    rewind(f);
     char buf[65536];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = '\0';
-    fclose(f);
+    dump_text(buf, sizeof buf);
     char named[64];
     snprintf(named, sizeof named, "(no label) %p", (void *)anon);
     CHECK(strstr(buf, named) != NULL);
