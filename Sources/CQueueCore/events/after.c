@@ -293,7 +293,9 @@ static void margin_learn(int64_t late)
 static bool inject_work(struct cq__proc *p)
 {
     for (unsigned prio = 0; prio < CQ__PRIO_COUNT; prio++) {
-        if ((p->levels & CQ__LEVEL(prio)) && cq__inject_maybe_work(&cq__pool.inject[prio])) {
+        if ((p->levels & CQ__LEVEL(prio)) &&
+            (cq__inject_maybe_work(&cq__pool.inject[prio]) ||
+             cq__inject_maybe_work(&cq__pool.inject[CQ__LANE(prio)]))) {
             return true;
         }
     }

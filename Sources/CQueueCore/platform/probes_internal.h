@@ -130,12 +130,13 @@ CQ__PROBES(CQ__PROBE_DECLARE)
  * by workers, steals, parks) are per proc (scheduler/pool_internal.h).
  */
 struct cq__global_counters {
-    _Atomic uint64_t spares_started;  /* spare threads woken or started for a blocked worker */
-    _Atomic uint64_t timer_fires;     /* cq_after_f calls run and timer source fires */
-    _Atomic uint64_t source_events;   /* source event handlers run */
-    _Atomic uint64_t tasks_outside;   /* items run on threads without a proc (main, waiters),
-                                         and operations run inside another one (Swift) */
-    _Atomic uint64_t threads_started; /* runtime threads created, all kinds */
+    _Atomic uint64_t spares_started;     /* spare threads woken or started for a blocked worker */
+    _Atomic uint64_t timer_fires;        /* cq_after_f calls run and timer source fires */
+    _Atomic uint64_t source_events;      /* source event handlers run */
+    _Atomic uint64_t tasks_outside;      /* items run on threads without a proc (main, waiters),
+                                            and operations run inside another one (Swift) */
+    _Atomic uint64_t threads_started;    /* runtime threads created, all kinds */
+    _Atomic uint64_t overcommit_wakeups; /* overcommit threads woken or started */
 };
 CQ_INTERNAL extern struct cq__global_counters cq__counters;
 

@@ -85,7 +85,10 @@ cq_queue_t cq_queue_create(const char *label, cq_queue_attr_t attr)
     }
     memset(q, 0, sizeof *q);
     cq__object_init(&q->obj, &cq__queue_class);
-    cq__item_init(&q->item, CQ__ITEM_QUEUE, 0);
+    /* A serial queue's drain may take an overcommit thread when every worker is stuck in a
+     * long task, as libdispatch's serial queues do (scheduler/overcommit.c); a concurrent
+     * queue's work, as a global queue's, waits for a worker. */
+    cq__item_init(&q->item, CQ__ITEM_QUEUE, attr ? 0 : CQ__ITEM_OVERCOMMIT);
     q->kind = attr ? CQ__QUEUE_CONCURRENT : CQ__QUEUE_SERIAL;
     q->label = copy;
     atomic_init(&q->target, &cq__root_queues[CQ__PRIO_DEFAULT]);

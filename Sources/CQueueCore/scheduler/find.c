@@ -24,6 +24,26 @@
 
 #define P cq__pool
 
+_Static_assert(sizeof cq__tls.inject / sizeof cq__tls.inject[0] == CQ__INJECT_COUNT,
+               "a thread has a chunk for every inject queue");
+
+/* Whether items of priority `prio` from outside the pool may wait: in its overcommit lane or
+ * its inject queue (a hint, exact after a seq_cst fence). */
+static inline bool inject_maybe(unsigned prio)
+{
+    return cq__inject_maybe_work(&P.inject[CQ__LANE(prio)]) ||
+           cq__inject_maybe_work(&P.inject[prio]);
+}
+
+/* Takes up to `max` items of priority `prio` from outside the pool (the rest into `rq`): the
+ * overcommit lane's first. A serial queue's drain stands for the queue's whole backlog, and
+ * the lane's threads take it only after workers stuck for milliseconds (overcommit.c). */
+static struct cq__item *inject_take_prio(unsigned prio, struct cq__runq *rq, uint32_t max)
+{
+    struct cq__item *it = cq__inject_take(&P.inject[CQ__LANE(prio)], rq, max);
+    return it ? it : cq__inject_take(&P.inject[prio], rq, max);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* Pushing work                                                                             */
 
@@ -140,7 +160,12 @@ void cq__pool_push(struct cq__item *it, unsigned prio, unsigned flags)
         if (cq__unlikely(!cq__load(&cq__pool_started, acquire))) {
             cq__pool_ensure_started();
         }
-        cq__inject_push(&P.inject[prio], prio, it); /* seq_cst publish inside */
+        /* serial queues' drains wait in the lane (see CQ__LANE), background ones excepted:
+         * their threads run at nice 19, the lane's at the pool's */
+        unsigned slot = (it->flags & CQ__ITEM_OVERCOMMIT) && prio != CQ__PRIO_BACKGROUND
+                            ? CQ__LANE(prio)
+                            : prio;
+        cq__inject_push(&P.inject[slot], slot, it); /* seq_cst publish inside */
     }
     if (prio == CQ__PRIO_HIGH) {
         high_hint_raise();
@@ -186,7 +211,7 @@ static uint32_t backlog(struct cq__proc *p)
 static bool inject_work_for(unsigned levels)
 {
     for (unsigned prio = 0; prio < CQ__PRIO_COUNT; prio++) {
-        if ((levels & CQ__LEVEL(prio)) && cq__inject_maybe_work(&P.inject[prio])) {
+        if ((levels & CQ__LEVEL(prio)) && inject_maybe(prio)) {
             return true;
         }
     }
@@ -250,7 +275,8 @@ static inline uint32_t batch_limit(struct cq__proc *p)
 static bool inject_items_for(unsigned levels)
 {
     for (unsigned prio = 0; prio < CQ__PRIO_COUNT; prio++) {
-        if ((levels & CQ__LEVEL(prio)) && cq__inject_has_items(&P.inject[prio])) {
+        if ((levels & CQ__LEVEL(prio)) && (cq__inject_has_items(&P.inject[CQ__LANE(prio)]) ||
+                                           cq__inject_has_items(&P.inject[prio]))) {
             return true;
         }
     }
@@ -283,7 +309,7 @@ static struct cq__item *inject_take(struct cq__proc *p, unsigned prio)
     if (max > room) {
         max = room > 0 ? room : 1;
     }
-    return cq__inject_take(&P.inject[prio], rq, max);
+    return inject_take_prio(prio, rq, max);
 }
 
 /* Our queues ran dry: the batch being timed is done; its time per item sizes the next one. */
@@ -309,7 +335,7 @@ static struct cq__item *inject_take_main(struct cq__proc *p, unsigned main)
         now = cq__now_ns();
         batch_done(p, now);
     }
-    if (!cq__inject_maybe_work(&P.inject[main])) {
+    if (!inject_maybe(main)) {
         return NULL;
     }
     struct cq__item *it = inject_take(p, main);
@@ -331,13 +357,13 @@ static struct cq__item *inject_take_main(struct cq__proc *p, unsigned main)
 static struct cq__item *inject_take_levels(struct cq__proc *p)
 {
     for (unsigned prio = 0; prio < CQ__PRIO_COUNT; prio++) {
-        if (!(p->levels & CQ__LEVEL(prio)) || !cq__inject_maybe_work(&P.inject[prio])) {
+        if (!(p->levels & CQ__LEVEL(prio)) || !inject_maybe(prio)) {
             continue;
         }
         if (cq__runq_is_empty(&p->rq[prio])) {
             return inject_take(p, prio);
         }
-        struct cq__item *it = cq__inject_take(&P.inject[prio], &p->rq[prio], 1);
+        struct cq__item *it = inject_take_prio(prio, NULL, 1);
         if (it) {
             cq__pool_ring_push(p, it);
             return NULL;
@@ -426,7 +452,7 @@ static struct cq__item *steal_work(struct cq__proc *p)
 
 static bool high_work_visible(void)
 {
-    if (cq__inject_maybe_work(&P.inject[CQ__PRIO_HIGH])) {
+    if (inject_maybe(CQ__PRIO_HIGH)) {
         return true;
     }
     /* pairs with the release store of nprocs_seen in proc_new (pool.c) */
@@ -535,8 +561,8 @@ static struct cq__item *next_local(struct cq__proc *p)
         cq__pool_announce_backlog(p); /* the rest of the batch is in our ring now */
         return it;
     }
-    if ((p->levels & CQ__LEVEL(CQ__PRIO_LOW)) && (!cq__runq_is_empty(&p->rq[CQ__PRIO_LOW]) ||
-                                                  cq__inject_maybe_work(&P.inject[CQ__PRIO_LOW]))) {
+    if ((p->levels & CQ__LEVEL(CQ__PRIO_LOW)) &&
+        (!cq__runq_is_empty(&p->rq[CQ__PRIO_LOW]) || inject_maybe(CQ__PRIO_LOW))) {
         /* Low work of our own waits: default work elsewhere comes first. */
         if ((it = steal_level(p, CQ__PRIO_DEFAULT)) != NULL) {
             return it;

@@ -23,6 +23,7 @@ void cq__inject_init(struct cq__inject *q)
     atomic_flag_clear(&q->lock);
     atomic_init(&q->spare, NULL);
     atomic_init(&q->maybe_work, 0);
+    atomic_init(&q->takes, 0);
 }
 
 static inline struct cq__inject_chunk *chunk_of(struct cq__item *link)
@@ -53,13 +54,13 @@ static struct cq__inject_chunk *chunk_new(struct cq__inject *q)
     return c;
 }
 
-void cq__inject_push(struct cq__inject *q, unsigned prio, struct cq__item *it)
+void cq__inject_push(struct cq__inject *q, unsigned slot, struct cq__item *it)
 {
-    struct cq__inject_chunk *c = cq__tls.inject[prio];
+    struct cq__inject_chunk *c = cq__tls.inject[slot];
     for (;;) {
         if (c == NULL) {
             c = chunk_new(q);
-            cq__tls.inject[prio] = c;
+            cq__tls.inject[slot] = c;
             cq__store(&c->slots[0], it, relaxed);
             /* pairs with the consumer's acquire load of count in cq__inject_take */
             cq__store(&c->count, 1, release);
@@ -84,7 +85,7 @@ void cq__inject_push(struct cq__inject *q, unsigned prio, struct cq__item *it)
             if (n + 1 == CQ__INJECT_SLOTS) {
                 /* Full: the consumers free it once they have taken everything, maybe right
                  * now, so let go of it without touching it again. */
-                cq__tls.inject[prio] = NULL;
+                cq__tls.inject[slot] = NULL;
             }
             break;
         }
@@ -159,6 +160,10 @@ struct cq__item *cq__inject_take(struct cq__inject *q, struct cq__runq *rq, uint
         if (!cq__cas(&c->count, &n, n | SEALED, acq_rel)) {
             link_chunk(q, c);
         }
+    }
+    if (got != 0) {
+        /* only under the lock: a relaxed hint for the monitor (overcommit.c) */
+        cq__store(&q->takes, cq__load(&q->takes, relaxed) + 1, relaxed);
     }
     if (emptied) {
         /* Clear the hint, then look again: a producer that published before the clear is seen

@@ -49,15 +49,20 @@ struct cq__inject {
     /* 1 when items may be waiting. Producers set it after publishing; a consumer clears it
      * only after finding the queue empty, then looks once more (a Dekker pair, seq_cst). */
     _Atomic uint32_t maybe_work CQ_CACHE_ALIGNED;
+    /* takes that got items, for the monitor's look at a stalled queue (overcommit.c); written
+     * under the lock */
+    _Atomic uint32_t takes;
 };
 
 CQ_INTERNAL void cq__inject_init(struct cq__inject *q);
 
-/* Appends `it` to the calling thread's chunk of queue `q` (priority index `prio`). The publish
- * is seq_cst: it is the store of the store-load pair with the idle word. */
-CQ_INTERNAL void cq__inject_push(struct cq__inject *q, unsigned prio, struct cq__item *it);
+/* Appends `it` to the calling thread's chunk of queue `q` (`slot`: the queue's index in the
+ * pool's array, which names the thread's chunk). The publish is seq_cst: it is the store of
+ * the store-load pair with the idle word. */
+CQ_INTERNAL void cq__inject_push(struct cq__inject *q, unsigned slot, struct cq__item *it);
 
-/* Takes up to `max` items: returns the first, pushes the others to `rq` (which has room). */
+/* Takes up to `max` items: returns the first, pushes the others to `rq` (which has room; NULL
+ * when `max` is 1). */
 CQ_INTERNAL struct cq__item *cq__inject_take(struct cq__inject *q, struct cq__runq *rq,
                                              uint32_t max);
 

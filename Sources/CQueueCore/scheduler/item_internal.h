@@ -39,6 +39,9 @@ enum cq__item_kind {
 enum cq__item_flags {
     CQ__ITEM_BARRIER = 1u << 0, /* runs alone on a concurrent queue */
     CQ__ITEM_INLINE = 1u << 1,  /* a task (or group task) whose context is its inline words */
+    /* a serial queue's drain: from outside the pool it waits in its priority's overcommit
+     * lane, which threads of their own serve when every worker is stuck (overcommit.c) */
+    CQ__ITEM_OVERCOMMIT = 1u << 2,
 };
 
 struct cq__item {

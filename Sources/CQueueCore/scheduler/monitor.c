@@ -482,8 +482,8 @@ static uint32_t tick_band(unsigned band, bool *could_not_add, uint32_t *kept)
  */
 static void inject_turns(void)
 {
-    for (unsigned prio = 0; prio < CQ__PRIO_COUNT; prio++) {
-        if (cq__inject_maybe_work(&cq__pool.inject[prio])) {
+    for (unsigned i = 0; i < CQ__INJECT_COUNT; i++) {
+        if (cq__inject_maybe_work(&cq__pool.inject[i])) {
             cq__add(&cq__pool.inject_turn, 1, relaxed);
             return;
         }
@@ -512,6 +512,7 @@ static bool tick(void)
     cq__pool_set_blocked_in_tasks(blocked);
     if (waiting) {
         inject_turns();
+        cq__overcommit_tick();
     }
     return waiting;
 }

@@ -179,7 +179,7 @@ static void pool_init(void)
     cq__pool.thread_limit =
         cq__env_u32_clamped("CQ_THREAD_LIMIT", dflt_limit, min_limit, CQ__THREAD_LIMIT_MAX);
     cq__thread_naming_from_env();
-    for (uint32_t i = 0; i < CQ__PRIO_COUNT; i++) {
+    for (uint32_t i = 0; i < CQ__INJECT_COUNT; i++) {
         cq__inject_init(&cq__pool.inject[i]);
     }
     cq__store(&cq__pool.high_hint, 0, relaxed);
@@ -254,7 +254,7 @@ void cq__pool_fork_child(void)
         b->spares = NULL;
         b->nspares = 0;
     }
-    for (uint32_t i = 0; i < CQ__PRIO_COUNT; i++) {
+    for (uint32_t i = 0; i < CQ__INJECT_COUNT; i++) {
         cq__inject_init(&cq__pool.inject[i]);
     }
     cq__store(&cq__pool.high_hint, 0, relaxed);
@@ -267,6 +267,7 @@ void cq__pool_fork_child(void)
         cq__tls.inject[i] = NULL;
     }
     cq__monitor_fork_child();
+    cq__overcommit_fork_child();
 }
 
 uint32_t cq__pool_workers(void)
@@ -450,6 +451,7 @@ size_t cq_runtime_get_counters(struct cq_runtime_counters *out, size_t size)
     c.timer_fires = cq__load(&cq__counters.timer_fires, relaxed);
     c.source_events = cq__load(&cq__counters.source_events, relaxed);
     c.threads_started = cq__load(&cq__counters.threads_started, relaxed);
+    c.overcommit_wakeups = cq__load(&cq__counters.overcommit_wakeups, relaxed);
     if (out == NULL) {
         return 0;
     }

@@ -62,6 +62,12 @@ enum {
     CQ__PRIO_COUNT = 4,
 };
 #define CQ__LEVEL(prio) (1u << (prio))
+/* The inject queues: one per priority (index prio), then each priority's overcommit lane
+ * (CQ__LANE(prio)): serial queues' drains submitted from outside the pool
+ * (CQ__ITEM_OVERCOMMIT), which workers take before the priority's other items and the
+ * overcommit threads take when every worker is stuck in a long task (overcommit.c). */
+#define CQ__LANE(prio) (CQ__PRIO_COUNT + (prio))
+#define CQ__INJECT_COUNT (2 * CQ__PRIO_COUNT)
 
 /*
  * Bands: sets of procs whose threads run some of the priorities.
@@ -226,7 +232,7 @@ struct cq__pool_state {
      * that sees it change takes the inject queues' turn at its next item (find.c, next_local;
      * monitor.c, inject_turns). Read on every item, written at most once a millisecond. */
     _Atomic uint32_t inject_turn CQ_CACHE_ALIGNED;
-    struct cq__inject inject[CQ__PRIO_COUNT];
+    struct cq__inject inject[CQ__INJECT_COUNT];    /* see CQ__LANE */
     _Atomic uint32_t nprocs_seen CQ_CACHE_ALIGNED; /* procs[0, nprocs_seen) are allocated */
     struct cq__proc *_Atomic procs[CQ__MAX_PROCS];
     uint32_t workers;
@@ -312,6 +318,12 @@ CQ_INTERNAL uint32_t cq__pool_workers(void);
 CQ_INTERNAL void cq__monitor_kick(void);
 CQ_INTERNAL void cq__monitor_start(void);
 CQ_INTERNAL void cq__monitor_fork_child(void);
+
+/* Overcommit threads (overcommit.c): the monitor's look at the lanes at each tick; threads
+ * alive; the fork child's reset. */
+CQ_INTERNAL void cq__overcommit_tick(void);
+CQ_INTERNAL uint32_t cq__overcommit_threads(void);
+CQ_INTERNAL void cq__overcommit_fork_child(void);
 
 /* ---- between the scheduler's files: pool.c (state, limits), idle.c, park.c, worker.c,
  *      block.c and find.c (pushing, finding); not for use outside scheduler/ ---- */

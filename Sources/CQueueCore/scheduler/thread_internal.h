@@ -36,7 +36,7 @@ struct cq__tls {
     /* a sync waiter draining its target chain: where each level's drain stops (queue_sync.c,
      * sync_help_chain); NULL otherwise */
     const struct cq__help_stops *help_stops;
-    struct cq__inject_chunk *inject[4]; /* this thread's chunk of each inject queue */
+    struct cq__inject_chunk *inject[8]; /* this thread's chunk of each inject queue (and lane) */
     struct cq_group_s *group; /* the group of the task running (cq_group_async_f), or NULL */
     /* pool threads: the serial queue the running item last gave group work to, with a
      * reference, dropped when the item returns (cq_group_wait helps drain it, group.c) */

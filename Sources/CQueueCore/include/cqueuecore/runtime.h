@@ -76,6 +76,10 @@ struct cq_runtime_counters {
                                    other than workers (the main thread, a thread waiting in a
                                    sync or a group wait that runs what it waits for), and
                                    SwiftQueues operations started inside another's work item */
+    uint64_t overcommit_wakeups; /* overcommit threads woken or started because a serial
+                                    queue's work waited while every worker was stuck in a
+                                    long task (libdispatch's serial queues overcommit too;
+                                    docs/design.md); their tasks count in tasks_outside */
 };
 
 /*

@@ -1,0 +1,213 @@
+/*
+ * Overcommit threads: serial queues' drains while every worker is stuck in a long task.
+ *
+ * CPU-bound tasks never add workers (monitor.c: more threads than CPUs would only make them
+ * take turns), so a pool whose workers all compute for seconds ran nothing else meanwhile: a
+ * service's serial queue fed by requests from another thread waited for a batch task to end
+ * (2.9 s behind tasks of 1.5 s on the default global queue, 2 CPUs). libdispatch puts serial
+ * queues on "overcommit" root queues, which start a thread for a drain whenever no thread is
+ * idle: 0-30 ms there. Here:
+ *   - a serial queue's drain submitted from outside the pool (an application thread, the
+ *     reactor's sources and timers, a thread below) waits in its priority's overcommit lane
+ *     (CQ__LANE, pool_internal.h) rather than the inject queue, and workers take lane items
+ *     before the priority's other items from outside;
+ *   - at each tick the monitor looks whether lane items wait and no lane item was taken since
+ *     its last look; after OC_STALL_TICKS such ticks in a row (workers serve the inject queues
+ *     at their next item after a tick, inject_turns in monitor.c, so only workers stuck in one
+ *     item for that long miss them) it wakes an idle overcommit thread, or starts one, up to
+ *     one per worker, and looks again OC_STALL_TICKS later;
+ *   - an overcommit thread takes lane items only, highest priority first, one at a time, and
+ *     runs them as a thread outside the pool: what its drains submit goes through the inject
+ *     queues and lanes (it has no run queue that work could wait in behind a long drain); it
+ *     parks when the lanes are empty and exits after OC_IDLE_EXIT_NS without work.
+ * Global queues' work and concurrent queues' work never get one (libdispatch's are not
+ * overcommit either), so CPU-bound work of those still runs on the workers alone; background
+ * serial queues neither (their threads run at nice 19, these at the pool's value).
+ * The cost: at most `workers` more threads computing beside the workers, and only while a
+ * serial queue's work would otherwise wait for a long task to end.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "platform/diag_internal.h"
+#include "platform/fork_internal.h"
+#include "platform/parker_internal.h"
+#include "platform/probes_internal.h"
+#include "platform/thread_start_internal.h"
+#include "platform/time_internal.h"
+#include "scheduler/pool_internal.h"
+#include "scheduler/thread_internal.h"
+
+#define OC_STALL_TICKS 2u
+#define OC_IDLE_EXIT_NS 5000000000ll
+
+struct oc_thread {
+    _Atomic uint32_t woken; /* futex: 1 once taken off the idle list by a wake */
+    struct oc_thread *next; /* in the idle list, under `lock` */
+    uint32_t index;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct oc_thread *idle;     /* parked threads, under `lock` */
+static uint32_t live;              /* threads alive, under `lock` */
+static uint32_t next_index;        /* under `lock` */
+static _Atomic uint32_t live_seen; /* `live`, for readers without the lock */
+
+/* monitor-private */
+static uint32_t stalled_ticks;
+static uint32_t takes_seen;
+
+/* The next lane item, highest priority first; NULL if none (or a consumer holds a lane's
+ * lock: the monitor looks again). */
+static struct cq__item *lane_take(void)
+{
+    for (unsigned prio = 0; prio < CQ__PRIO_BACKGROUND; prio++) {
+        struct cq__item *it = cq__inject_take(&cq__pool.inject[CQ__LANE(prio)], NULL, 1);
+        if (it) {
+            return it;
+        }
+    }
+    return NULL;
+}
+
+/* Parks `t` until a wake or OC_IDLE_EXIT_NS; false: it left the idle list on its own (the
+ * thread ends). */
+static bool park(struct oc_thread *t)
+{
+    pthread_mutex_lock(&lock);
+    cq__store(&t->woken, 0, relaxed);
+    t->next = idle;
+    idle = t;
+    pthread_mutex_unlock(&lock);
+    struct cq__deadline d = {.forever = false, .clock = CLOCK_MONOTONIC};
+    uint64_t until = cq__now_ns() + OC_IDLE_EXIT_NS;
+    d.at.tv_sec = (time_t)(until / 1000000000u);
+    d.at.tv_nsec = (long)(until % 1000000000u);
+    /* acquire: pairs with oc_wake's release store (made under the lock, as our push) */
+    while (cq__load(&t->woken, acquire) == 0) {
+        if (cq__futex_wait(&t->woken, 0, &d) == ETIMEDOUT) {
+            break;
+        }
+    }
+    pthread_mutex_lock(&lock);
+    bool woken = cq__load(&t->woken, relaxed) != 0; /* set only under the lock */
+    if (!woken) {
+        struct oc_thread **l = &idle;
+        while (*l != t) {
+            l = &(*l)->next;
+        }
+        *l = t->next;
+        live--;
+        cq__store(&live_seen, live, relaxed);
+    }
+    pthread_mutex_unlock(&lock);
+    return woken;
+}
+
+static void *oc_main(void *arg)
+{
+    struct oc_thread *t = arg;
+    char name[16];
+    snprintf(name, sizeof name, "cq-oc-%u", t->index);
+    pthread_setname_np(pthread_self(), name);
+    cq__thread_set_slice(true); /* it runs the program's work, as the normal workers */
+    cq__tls.main_thread = 2;
+    uint32_t gen = cq__fork_gen;
+    do {
+        struct cq__item *it;
+        while ((it = lane_take()) != NULL) {
+            cq__item_invoke(it);
+            if (cq__unlikely(cq__fork_gen != gen)) {
+                cq__fork_child_task_returned(); /* the task forked: this is the child */
+            }
+        }
+    } while (park(t));
+    free(t);
+    return NULL;
+}
+
+/* Wakes an idle overcommit thread or starts one; false at the bound (a thread per worker). */
+static bool oc_wake(void)
+{
+    pthread_mutex_lock(&lock);
+    struct oc_thread *t = idle;
+    if (t) {
+        idle = t->next;
+        /* release: pairs with park's acquire load */
+        cq__store(&t->woken, 1, release);
+        cq__futex_wake(&t->woken, 1); /* under the lock: `t` cannot have exited */
+        pthread_mutex_unlock(&lock);
+        return true;
+    }
+    if (live >= cq__pool_workers()) {
+        pthread_mutex_unlock(&lock);
+        return false;
+    }
+    t = calloc(1, sizeof *t);
+    if (t == NULL) {
+        pthread_mutex_unlock(&lock);
+        return false;
+    }
+    t->index = next_index++;
+    live++;
+    cq__store(&live_seen, live, relaxed);
+    pthread_mutex_unlock(&lock);
+    pthread_t thread;
+    int err = cq__thread_start(&thread, oc_main, t);
+    if (err != 0) {
+        static atomic_bool reported;
+        cq__report_once(&reported,
+                        "cannot start an overcommit thread (%s): serial queues wait for "
+                        "workers stuck in long tasks",
+                        strerror(err));
+        pthread_mutex_lock(&lock);
+        live--;
+        cq__store(&live_seen, live, relaxed);
+        pthread_mutex_unlock(&lock);
+        free(t);
+        return false;
+    }
+    return true;
+}
+
+void cq__overcommit_tick(void)
+{
+    uint32_t takes = 0;
+    bool waiting = false;
+    for (unsigned prio = 0; prio < CQ__PRIO_BACKGROUND; prio++) {
+        struct cq__inject *lane = &cq__pool.inject[CQ__LANE(prio)];
+        takes += cq__load(&lane->takes, relaxed);
+        waiting |= cq__inject_maybe_work(lane) && cq__inject_has_items(lane);
+    }
+    bool moved = takes != takes_seen;
+    takes_seen = takes;
+    stalled_ticks = waiting && !moved ? stalled_ticks + 1 : 0;
+    if (stalled_ticks >= OC_STALL_TICKS) {
+        stalled_ticks = 0;
+        if (oc_wake()) {
+            cq__count(overcommit_wakeups, 1);
+        }
+    }
+}
+
+uint32_t cq__overcommit_threads(void)
+{
+    return cq__load(&live_seen, relaxed);
+}
+
+void cq__overcommit_fork_child(void)
+{
+    /* only the forking thread exists: the records of the others are abandoned */
+    pthread_mutex_init(&lock, NULL);
+    idle = NULL;
+    live = 0;
+    cq__store(&live_seen, 0, relaxed);
+    stalled_ticks = 0;
+    takes_seen = 0;
+}
