@@ -35,6 +35,9 @@ public enum SQRuntime {
         /// Runtime threads created so far, of every kind (workers, spares, the monitor, the
         /// reactor...): a count that keeps growing means threads are created and ended.
         public var threadsStarted: UInt64
+        /// Overcommit threads woken or started because a serial queue's work waited while
+        /// every worker was stuck in a long task (Dispatch's serial queues overcommit too).
+        public var overcommitWakeups: UInt64
     }
 
     /// The counters now (`cq_runtime_get_counters`).
@@ -45,7 +48,7 @@ public enum SQRuntime {
             tasksRun: c.tasks_run, steals: c.steals, parks: c.parks, unparks: c.unparks,
             spareThreads: c.spare_threads, threadLimitHits: c.thread_limit_hits,
             timerFires: c.timer_fires, sourceEvents: c.source_events,
-            threadsStarted: c.threads_started)
+            threadsStarted: c.threads_started, overcommitWakeups: c.overcommit_wakeups)
     }
 
     /// The pool's figures (C: `struct cq_runtime_info`), without the lists of ``snapshot()``.

@@ -22,6 +22,7 @@ import Testing
         // the pool's workers ran the tasks: at least one runtime thread exists
         #expect(after.threadsStarted >= 1)
         #expect(after.threadsStarted >= before.threadsStarted)
+        #expect(after.overcommitWakeups >= before.overcommitWakeups)
     }
 
     /// Each operation counts as a task, also where an operation queue of limited width starts

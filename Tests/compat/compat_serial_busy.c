@@ -2,8 +2,9 @@
  * Serial queues keep running while CPU-bound tasks on a global queue hold every CPU, as with
  * libdispatch, whose serial queues "overcommit" (a drain gets a thread when none is idle): a
  * service queue that answers requests from the main thread, a dispatch_after onto a serial
- * queue, a timer source on one, and a serial queue that targets the high-priority global queue,
- * each while twice as many tasks as CPUs spin on the default global queue. The spinners spin
+ * queue, a timer source on one, a serial queue that targets the high-priority global queue, and
+ * a serial queue to which the spinning tasks themselves report as they start, each while twice
+ * as many tasks as CPUs spin on the default global queue. The spinners spin
  * until the test lets them go (or for longer than every wait here), so each check shows that
  * the work ran while they held the CPUs. CQueueCore ran none of it until a spinner returned: a
  * request waited 2.9 s behind tasks of 1.5 s on 2 CPUs; libdispatch answered in 0-30 ms.
@@ -17,6 +18,13 @@
 static long released;
 static long spinning;
 static dispatch_semaphore_t spinner_started;
+static dispatch_semaphore_t reported;
+static dispatch_queue_t progress;
+
+static void signal_sema(void *context)
+{
+    dispatch_semaphore_signal((dispatch_semaphore_t)context);
+}
 
 static void spin(void *context)
 {
@@ -24,14 +32,11 @@ static void spin(void *context)
     dispatch_time_t until = dispatch_time(DISPATCH_TIME_NOW, SPIN_LIMIT_NS);
     compat_add(&spinning, 1);
     dispatch_semaphore_signal(spinner_started);
+    /* A progress report from inside the long task: it must not wait for the task to end. */
+    dispatch_async_f(progress, reported, signal_sema);
     while (!compat_load(&released) && compat_now() < until) {
     }
     compat_add(&spinning, -1);
-}
-
-static void signal_sema(void *context)
-{
-    dispatch_semaphore_signal((dispatch_semaphore_t)context);
 }
 
 struct timer_count {
@@ -59,6 +64,8 @@ int main(void)
     dispatch_source_t timer;
     struct timer_count count;
     spinner_started = dispatch_semaphore_create(0);
+    reported = dispatch_semaphore_create(0);
+    progress = dispatch_queue_create("compat.busy.progress", NULL);
     if (cpus < 1) {
         cpus = 1;
     }
@@ -68,6 +75,12 @@ int main(void)
     for (i = 0; i < cpus; i++) {
         WAIT_SEMA(spinner_started); /* every CPU's worker spins */
     }
+
+    fprintf(stderr, "-- reports to a serial queue from the spinning tasks\n");
+    for (i = 0; i < cpus; i++) {
+        WAIT_SEMA(reported);
+    }
+    CHECK(compat_load(&spinning) >= cpus);
 
     fprintf(stderr, "-- requests to a serial queue from the main thread\n");
     for (i = 0; i < REQUESTS; i++) {
@@ -118,6 +131,9 @@ int main(void)
     dispatch_release(service);
     dispatch_release(done);
     dispatch_release(spinner_started);
+    dispatch_sync_f(progress, NULL, compat_noop);
+    dispatch_release(progress);
+    dispatch_release(reported);
     dispatch_release(spinners);
     TEST_MAIN_END();
 }

@@ -388,6 +388,9 @@ static uint32_t tick_band(unsigned band, bool *could_not_add, uint32_t *kept)
             continue;
         }
         p->mon_ticks++;
+        if (p->mon_ticks >= CQ__OC_LIFO_TICKS && band != CQ__BAND_BACKGROUND) {
+            cq__overcommit_take_lifo(p); /* a serial queue's drain behind a long task */
+        }
         if (limited && p->mon_asleep >= 2 && p->mon_ticks % LIMITED_RECHECK_TICKS != 0) {
             blocked++; /* seen asleep, same task: see LIMITED_RECHECK_TICKS */
             in_futex += p->mon_futex;

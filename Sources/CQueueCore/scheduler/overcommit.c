@@ -11,6 +11,10 @@
  *     reactor's sources and timers, a thread below) waits in its priority's overcommit lane
  *     (CQ__LANE, pool_internal.h) rather than the inject queue, and workers take lane items
  *     before the priority's other items from outside;
+ *   - a drain that a task made runnable waits in its worker's LIFO slot, for the task to end;
+ *     once the task has run for CQ__OC_LIFO_TICKS ticks, the monitor moves such a drain to its
+ *     lane (cq__overcommit_take_lifo): a long task that reports its progress to a serial
+ *     queue no longer holds the queue's work until it ends;
  *   - at each tick the monitor looks whether lane items wait and no lane item was taken since
  *     its last look; after OC_STALL_TICKS such ticks in a row (workers serve the inject queues
  *     at their next item after a tick, inject_turns in monitor.c, so only workers stuck in one
@@ -19,7 +23,8 @@
  *   - an overcommit thread takes lane items only, highest priority first, one at a time, and
  *     runs them as a thread outside the pool: what its drains submit goes through the inject
  *     queues and lanes (it has no run queue that work could wait in behind a long drain); it
- *     parks when the lanes are empty and exits after OC_IDLE_EXIT_NS without work.
+ *     parks when the lanes are empty or a worker has taken a lane item since it last did
+ *     (the workers serve the lanes again), and exits after OC_IDLE_EXIT_NS without work.
  * Global queues' work and concurrent queues' work never get one (libdispatch's are not
  * overcommit either), so CPU-bound work of those still runs on the workers alone; background
  * serial queues neither (their threads run at nice 19, these at the pool's value).
@@ -62,6 +67,15 @@ static _Atomic uint32_t live_seen; /* `live`, for readers without the lock */
 /* monitor-private */
 static uint32_t stalled_ticks;
 static uint32_t takes_seen;
+
+static uint32_t lane_takes(void)
+{
+    uint32_t takes = 0;
+    for (unsigned prio = 0; prio < CQ__PRIO_BACKGROUND; prio++) {
+        takes += cq__load(&cq__pool.inject[CQ__LANE(prio)].takes, relaxed);
+    }
+    return takes;
+}
 
 /* The next lane item, highest priority first; NULL if none (or a consumer holds a lane's
  * lock: the monitor looks again). */
@@ -120,8 +134,14 @@ static void *oc_main(void *arg)
     cq__tls.main_thread = 2;
     uint32_t gen = cq__fork_gen;
     do {
+        /* Lane items are taken while the workers take none: once one does, they serve the
+         * lanes again and this thread parks (see OC_STALL_TICKS: a client on the same CPUs
+         * that kept both workers off them for 2 ms woke one under an HTTP load, which then
+         * stayed a third consumer and doubled the p99 at 16 connections). */
+        uint32_t takes = lane_takes();
         struct cq__item *it;
-        while ((it = lane_take()) != NULL) {
+        while (lane_takes() == takes && (it = lane_take()) != NULL) {
+            takes++;
             cq__item_invoke(it);
             if (cq__unlikely(cq__fork_gen != gen)) {
                 cq__fork_child_task_returned(); /* the task forked: this is the child */
@@ -174,6 +194,33 @@ static bool oc_wake(void)
         return false;
     }
     return true;
+}
+
+void cq__overcommit_take_lifo(struct cq__proc *p)
+{
+    if (cq__load(&p->lifo, relaxed) == NULL) {
+        return;
+    }
+    /* Claimed before it is looked at, as a thief claims it (find.c, steal_lifo). acquire: pairs
+     * with the owner's seq_cst exchange or release store that filled the slot */
+    struct cq__item *it = cq__xchg(&p->lifo, NULL, acquire);
+    if (it == NULL) {
+        return;
+    }
+    unsigned prio = cq__load(&it->prio, relaxed);
+    if (!(it->flags & CQ__ITEM_OVERCOMMIT) || prio == CQ__PRIO_BACKGROUND) {
+        struct cq__item *empty = NULL;
+        /* Not a serial queue's drain: back where it was, unless the owner filled the slot
+         * meanwhile (then it waits in the inject queue). release: pairs with the owner's and
+         * thieves' acquire exchanges */
+        if (cq__cas(&p->lifo, &empty, it, release)) {
+            return;
+        }
+        cq__inject_push(&cq__pool.inject[prio], prio, it);
+    } else {
+        cq__inject_push(&cq__pool.inject[CQ__LANE(prio)], CQ__LANE(prio), it);
+    }
+    cq__pool_notify_prio(prio);
 }
 
 void cq__overcommit_tick(void)

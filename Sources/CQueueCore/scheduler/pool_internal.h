@@ -322,6 +322,10 @@ CQ_INTERNAL void cq__monitor_fork_child(void);
 /* Overcommit threads (overcommit.c): the monitor's look at the lanes at each tick; threads
  * alive; the fork child's reset. */
 CQ_INTERNAL void cq__overcommit_tick(void);
+/* Proc p has run one item for OC_STALL_TICKS ticks: a serial queue's drain in its LIFO slot
+ * moves to its lane. */
+CQ_INTERNAL void cq__overcommit_take_lifo(struct cq__proc *p);
+#define CQ__OC_LIFO_TICKS 2u
 CQ_INTERNAL uint32_t cq__overcommit_threads(void);
 CQ_INTERNAL void cq__overcommit_fork_child(void);
 

@@ -1,0 +1,81 @@
+import Dispatch
+import Foundation
+import SwiftQueues
+import Testing
+
+/// A service's serial queue keeps answering while CPU-bound work on the global queue holds
+/// every CPU, written as a Dispatch user writes it and run on Dispatch and, renamed, on
+/// SwiftQueues. Dispatch's serial queues overcommit (a drain gets a thread when none is idle);
+/// ours did not, and a request waited for a batch task to end (2.9 s behind tasks of 1.5 s).
+/// The spinners spin until the test lets them go, so each answer came while they held the
+/// CPUs.
+@Suite(.serialized) struct SerialQueueBusyTests {
+    private static let requests = 10
+
+    /// Spins until `release` is set (or for longer than any wait here).
+    private static func spin(_ release: Counter) {
+        let until = DispatchTime.now() + .seconds(120)
+        while release.value == 0 && DispatchTime.now() < until {}
+    }
+
+    @Test func testDispatchServiceQueueAnswersBesideCPUBoundWork() {
+        let cpus = ProcessInfo.processInfo.activeProcessorCount
+        let release = Counter()
+        let started = DispatchSemaphore(value: 0)
+        let spinners = DispatchGroup()
+        for _ in 0..<2 * cpus {
+            DispatchQueue.global().async(group: spinners) {
+                started.signal()
+                Self.spin(release)
+            }
+        }
+        for _ in 0..<cpus {
+            #expect(started.wait(timeout: .now() + 60) == .success)
+        }
+        let service = DispatchQueue(label: "busy.dispatch.service")
+        let answered = DispatchSemaphore(value: 0)
+        var answers = 0
+        for _ in 0..<Self.requests {
+            service.async { answered.signal() }
+            if answered.wait(timeout: .now() + 60) == .success { answers += 1 }
+        }
+        service.asyncAfter(deadline: .now() + .milliseconds(1)) { answered.signal() }
+        let late = answered.wait(timeout: .now() + 60)
+        release.add()
+        #expect(answers == Self.requests)
+        #expect(late == .success)
+        #expect(spinners.wait(timeout: .now() + 60) == .success)
+    }
+
+    @Test func testServiceQueueAnswersBesideCPUBoundWork() {
+        let cpus = ProcessInfo.processInfo.activeProcessorCount
+        let release = Counter()
+        let started = SQSemaphore(value: 0)
+        let spinners = SQGroup()
+        for _ in 0..<2 * cpus {
+            SQQueue.global().async(group: spinners) {
+                started.signal()
+                Self.spin(release)
+            }
+        }
+        for _ in 0..<cpus {
+            #expect(started.wait(timeout: .now() + 60) == .success)
+        }
+        let service = SQQueue(label: "busy.sq.service")
+        let answered = SQSemaphore(value: 0)
+        var answers = 0
+        for _ in 0..<Self.requests {
+            service.async { answered.signal() }
+            if answered.wait(timeout: .now() + 60) == .success { answers += 1 }
+        }
+        service.asyncAfter(deadline: .now() + .milliseconds(1)) { answered.signal() }
+        let late = answered.wait(timeout: .now() + 60)
+        release.add()
+        #expect(answers == Self.requests)
+        #expect(late == .success)
+        // Every worker spun: an overcommit thread ran the answers (one may still be awake
+        // from another test's work, so the count of wakes is not checked here; the C tests
+        // count them).
+        #expect(spinners.wait(timeout: .now() + 60) == .success)
+    }
+}
