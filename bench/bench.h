@@ -43,6 +43,7 @@ enum bench_id {
     B_CROWD_THREADS,     /* n tasks taking a semaphore of 1 around m us of sleep: threads added */
     B_PRIORITY,          /* n high tasks 1 ms apart over m background tasks: start latency */
     B_OUTSIDE,           /* n tasks 10 ms apart from the main thread over m requeueing streams */
+    B_SERIAL_BUSY,       /* n requests 5 ms apart to a serial queue beside m spinning tasks */
     B_BURST_TASKS,       /* RSS left m ms after n tasks queued at once behind a blocker */
     B_BURST_TIMERS,      /* RSS left m ms after n after-timers 0-200 ms out */
     B_SPECIFIC,          /* n get_specific lookups through a target chain, 2 threads */

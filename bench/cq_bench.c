@@ -204,6 +204,14 @@ static const struct bench_def benches[] = {
      .m_name = "streams", .flags = BF_TOTAL | BF_CHILD, .target = NAN, .reference = "-",
      .name2 = "outside_p99", .unit2 = "us", .divisor2 = 1000, .target2 = NAN,
      .reference2 = "-"},
+    {.id = B_SERIAL_BUSY, .name = "serial_busy_p50", .unit = "us", .divisor = 1000,
+     .title = "1 request per 5 ms from the main thread to a serial queue while tasks spinning "
+              "on the default global queue (m per CPU) hold every CPU: start latency (fresh "
+              "child process per run)",
+     .n_full = 100, .m_full = 2, .n_quick = 10, .m_quick = 2, .n_name = "requests",
+     .m_name = "spinning tasks per CPU", .flags = BF_TOTAL | BF_CHILD, .target = NAN,
+     .reference = "-", .name2 = "serial_busy_p99", .unit2 = "us", .divisor2 = 1000,
+     .target2 = NAN, .reference2 = "-"},
     {.id = B_SYNC_BUSY, .name = "sync_busy", .unit = "ns/sync", .divisor = 1,
      .title = "apply iterations taking turns at one serial queue through sync while two other "
               "processes spin on the CPUs",

@@ -16,6 +16,7 @@
 #include "cq_test.h"
 
 #include <pthread.h>
+#include <sched.h>
 
 #define THREADS 4
 #define PEAK_LIMIT_KIB (64 * 1024)
@@ -175,6 +176,12 @@ static void test_specific_set_in_place(void)
     cq_queue_set_specific(r.q, &key, &values[0], destroy);
     pthread_t t;
     REQUIRE(pthread_create(&t, NULL, read_loop, &r) == 0);
+    /* The reader is reading before the sets start: on a loaded machine it did not always get
+     * a CPU before the 100,000 sets were over (0 reads). */
+    uint64_t deadline = cq_test_now_ns() + (uint64_t)CQ_TEST_PATIENCE_NS;
+    while (atomic_load(&r.reads) == 0 && cq_test_now_ns() < deadline) {
+        sched_yield();
+    }
     long before = cq_test_rss_kib();
     for (int i = 1; i < SETS; i++) {
         cq_queue_set_specific(r.q, &key, &values[i], destroy);

@@ -166,6 +166,15 @@ void cq__pool_push(struct cq__item *it, unsigned prio, unsigned flags)
                             ? CQ__LANE(prio)
                             : prio;
         cq__inject_push(&P.inject[slot], slot, it); /* seq_cst publish inside */
+        if (cq__unlikely(slot != prio) && prio != CQ__PRIO_HIGH &&
+            cq__load(&cq__overcommit_hot, relaxed) && !cq__pool_notify_band(CQ__BAND_NORMAL)) {
+            /* every worker is busy, and they are known to be stuck: see OC_HOT (high work has
+             * the express worker first) */
+            if (!cq__overcommit_wake_for_push()) {
+                cq__monitor_kick();
+            }
+            return;
+        }
     }
     if (prio == CQ__PRIO_HIGH) {
         high_hint_raise();

@@ -51,6 +51,13 @@
 
 #define OC_STALL_TICKS 2u
 #define OC_IDLE_EXIT_NS 5000000000ll
+/* OC_HOT: once the monitor has woken an overcommit thread, the workers are known to be stuck,
+ * and until they take lane items again (the thread sees it, or the monitor with no thread
+ * awake) a lane item pushed while every worker is busy wakes an idle overcommit thread at
+ * once (cq__overcommit_wake_for_push) instead of waiting OC_STALL_TICKS for the monitor: a
+ * service answering one request per few milliseconds beside CPU-bound work took 2-3 ms per
+ * request, each waiting for the monitor's look, where libdispatch's idle overcommit thread
+ * took it at once. */
 
 struct oc_thread {
     _Atomic uint32_t woken; /* futex: 1 once taken off the idle list by a wake */
@@ -63,10 +70,17 @@ static struct oc_thread *idle;     /* parked threads, under `lock` */
 static uint32_t live;              /* threads alive, under `lock` */
 static uint32_t next_index;        /* under `lock` */
 static _Atomic uint32_t live_seen; /* `live`, for readers without the lock */
+static uint32_t active;            /* threads not parked, under `lock` */
+
+/* See OC_HOT: set by the monitor's wakes, cleared once workers take lane items again. */
+_Atomic uint32_t cq__overcommit_hot;
+
+static _Atomic uint32_t oc_takes; /* lane items overcommit threads took */
 
 /* monitor-private */
 static uint32_t stalled_ticks;
 static uint32_t takes_seen;
+static uint32_t worker_takes_seen;
 
 static uint32_t lane_takes(void)
 {
@@ -98,6 +112,7 @@ static bool park(struct oc_thread *t)
     cq__store(&t->woken, 0, relaxed);
     t->next = idle;
     idle = t;
+    active--;
     pthread_mutex_unlock(&lock);
     struct cq__deadline d = {.forever = false, .clock = CLOCK_MONOTONIC};
     uint64_t until = cq__now_ns() + OC_IDLE_EXIT_NS;
@@ -130,7 +145,10 @@ static void *oc_main(void *arg)
     char name[16];
     snprintf(name, sizeof name, "cq-oc-%u", t->index);
     pthread_setname_np(pthread_self(), name);
-    cq__thread_set_slice(true); /* it runs the program's work, as the normal workers */
+    /* The kernel's default slice, shorter than the workers' (worker.c): woken beside workers
+     * that compute, it preempts one at once, where with theirs it waited for one's slice to
+     * end (serial_busy_p99: 0.8-5 ms; libdispatch 0.04-2.5 ms). */
+    cq__thread_set_slice(false);
     cq__tls.main_thread = 2;
     uint32_t gen = cq__fork_gen;
     do {
@@ -140,7 +158,18 @@ static void *oc_main(void *arg)
          * stayed a third consumer and doubled the p99 at 16 connections). */
         uint32_t takes = lane_takes();
         struct cq__item *it;
-        while (lane_takes() == takes && (it = lane_take()) != NULL) {
+        for (;;) {
+            if (lane_takes() != takes) {
+                cq__store(&cq__overcommit_hot, 0, relaxed); /* workers serve the lanes again */
+                break;
+            }
+            /* counted before the take (and given back if there was none), so that the
+             * monitor never sees a take of ours as one of the workers' (see OC_HOT) */
+            cq__add(&oc_takes, 1, relaxed);
+            if ((it = lane_take()) == NULL) {
+                cq__sub(&oc_takes, 1, relaxed);
+                break;
+            }
             takes++;
             cq__item_invoke(it);
             if (cq__unlikely(cq__fork_gen != gen)) {
@@ -152,13 +181,19 @@ static void *oc_main(void *arg)
     return NULL;
 }
 
-/* Wakes an idle overcommit thread or starts one; false at the bound (a thread per worker). */
-static bool oc_wake(void)
+/* Wakes an idle overcommit thread or starts one; false at the bound (a thread per worker), or
+ * with `unless_active` when one is awake (it takes the lanes' items in turn). */
+static bool oc_wake(bool unless_active)
 {
     pthread_mutex_lock(&lock);
+    if (unless_active && active != 0) {
+        pthread_mutex_unlock(&lock);
+        return false;
+    }
     struct oc_thread *t = idle;
     if (t) {
         idle = t->next;
+        active++;
         /* release: pairs with park's acquire load */
         cq__store(&t->woken, 1, release);
         cq__futex_wake(&t->woken, 1); /* under the lock: `t` cannot have exited */
@@ -176,6 +211,7 @@ static bool oc_wake(void)
     }
     t->index = next_index++;
     live++;
+    active++;
     cq__store(&live_seen, live, relaxed);
     pthread_mutex_unlock(&lock);
     pthread_t thread;
@@ -188,6 +224,7 @@ static bool oc_wake(void)
                         strerror(err));
         pthread_mutex_lock(&lock);
         live--;
+        active--;
         cq__store(&live_seen, live, relaxed);
         pthread_mutex_unlock(&lock);
         free(t);
@@ -234,13 +271,32 @@ void cq__overcommit_tick(void)
     }
     bool moved = takes != takes_seen;
     takes_seen = takes;
+    /* A hint (see OC_HOT): ours are counted before they happen, so this dips below the workers'
+     * takes while one of ours is under way; only a rise above the highest seen is theirs. */
+    uint32_t worker_takes = takes - cq__load(&oc_takes, relaxed);
+    bool workers_took = (int32_t)(worker_takes - worker_takes_seen) > 0;
+    if (workers_took) {
+        worker_takes_seen = worker_takes;
+    }
     stalled_ticks = waiting && !moved ? stalled_ticks + 1 : 0;
     if (stalled_ticks >= OC_STALL_TICKS) {
         stalled_ticks = 0;
-        if (oc_wake()) {
+        if (oc_wake(false)) {
             cq__count(overcommit_wakeups, 1);
+            cq__store(&cq__overcommit_hot, 1, relaxed); /* see OC_HOT */
         }
+    } else if (workers_took) {
+        cq__store(&cq__overcommit_hot, 0, relaxed); /* the workers serve the lanes again */
     }
+}
+
+bool cq__overcommit_wake_for_push(void)
+{
+    if (!oc_wake(true)) {
+        return false;
+    }
+    cq__count(overcommit_wakeups, 1);
+    return true;
 }
 
 uint32_t cq__overcommit_threads(void)
@@ -254,7 +310,11 @@ void cq__overcommit_fork_child(void)
     pthread_mutex_init(&lock, NULL);
     idle = NULL;
     live = 0;
+    active = 0;
+    cq__store(&cq__overcommit_hot, 0, relaxed);
     cq__store(&live_seen, 0, relaxed);
     stalled_ticks = 0;
     takes_seen = 0;
+    worker_takes_seen = 0;
+    cq__store(&oc_takes, 0, relaxed);
 }

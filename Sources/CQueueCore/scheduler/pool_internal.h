@@ -322,6 +322,11 @@ CQ_INTERNAL void cq__monitor_fork_child(void);
 /* Overcommit threads (overcommit.c): the monitor's look at the lanes at each tick; threads
  * alive; the fork child's reset. */
 CQ_INTERNAL void cq__overcommit_tick(void);
+/* overcommit.c, OC_HOT: the workers are stuck, and a lane item pushed while they are busy
+ * wakes an idle overcommit thread (cq__overcommit_wake_for_push: false if none was woken or
+ * started, one being awake). */
+CQ_INTERNAL extern _Atomic uint32_t cq__overcommit_hot;
+CQ_INTERNAL bool cq__overcommit_wake_for_push(void);
 /* Proc p has run one item for OC_STALL_TICKS ticks: a serial queue's drain in its LIFO slot
  * moves to its lane. */
 CQ_INTERNAL void cq__overcommit_take_lifo(struct cq__proc *p);
