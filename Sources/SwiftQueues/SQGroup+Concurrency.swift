@@ -9,10 +9,11 @@ extension SQGroup {
     /// Cancellation: a cancelled task stops waiting at once and this throws
     /// `CancellationError`; the group's work goes on (cancel it yourself if it should stop).
     ///
-    /// Cost: when the group is busy, one allocation and one `cq_group_notify_f` (the notify runs
-    /// on a global queue and resumes the task). A cancelled wait's notify is dropped later, with
-    /// others, by a later cancelled wait: a group that never empties keeps fewer registrations
-    /// than half its live waiters plus 64, each cancellation costing O(1) amortized.
+    /// Cost: when the group is busy, one allocation and one `cq_group_notify_f` (the notify
+    /// runs on a serial queue of the library's and resumes the task). A cancelled wait's notify
+    /// is dropped later, with others, by a later cancelled wait: a group that never empties
+    /// keeps fewer registrations than half its live waiters plus 64, each cancellation costing
+    /// O(1) amortized.
     /// Thread-safe. Dispatch: none (`group.notify` with a continuation).
     public func waitUntilEmpty() async throws(CancellationError) {
         if cq_group_wait(handle, 0) == 0 {  // CQ_TIME_NOW: only checks
@@ -23,7 +24,7 @@ extension SQGroup {
         let notified: Void? = await resumption.wait {
             registered = true
             cq_group_notify_f(
-                handle, SQQueue.globalDefault.handle, resumption.retainedContext(),
+                handle, SQQueue.resumptions.handle, resumption.retainedContext(),
                 sqFireCallback)
         }
         if notified == nil {

@@ -141,6 +141,9 @@ open class SQOperation: @unchecked Sendable, CustomStringConvertible {
     @exclusivity(unchecked) internal var queueState: SQOperationQueueSlot = .none
     /// Which ready list the operation is in (0 = veryLow ... 4 = veryHigh).
     @exclusivity(unchecked) internal var readyList: UInt8 = 2
+    /// Taken for a slot of a width-1 queue with no underlying queue: submitted so that it
+    /// overcommits, as on Foundation's serial dispatch queue (see `LockedState.take`).
+    @exclusivity(unchecked) internal var queueOvercommits = false
     /// The QoS the queue resolved for the operation when it was added (its own, or the
     /// queue's); a block operation's extra blocks run at it.
     @exclusivity(unchecked) internal var queueQoS: SQQoS.QoSClass?

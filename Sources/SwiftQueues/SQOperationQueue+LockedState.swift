@@ -129,9 +129,16 @@ extension SQOperationQueue {
             running += 1
             // The submission's reference, consumed by sqStartQueuedOperation.
             _ = operation.retain()
+            // A queue of width 1 runs one operation at a time, as Foundation's does on a
+            // serial dispatch queue, which gets a thread while CPU-bound work holds every
+            // worker: its operations overcommit as a serial queue's drain does. On the
+            // global queue they waited for that work to end (20 s behind spinning tasks;
+            // Foundation: at once).
+            let overcommits = limit == 1 && underlying == nil
             operation._withUnsafeGuaranteedRef { operation in
                 operation.queueState = .dispatched
                 operation.dispatchNext = nil
+                operation.queueOvercommits = overcommits
             }
             if let tail {
                 tail._withUnsafeGuaranteedRef { $0.dispatchNext = operation }

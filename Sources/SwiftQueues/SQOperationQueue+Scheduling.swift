@@ -296,15 +296,19 @@ extension SQOperationQueue {
         while let link = cursor {
             // Read before submitting: once submitted, the operation may be listed and
             // chained again by another thread.
-            let target = link._withUnsafeGuaranteedRef { operation in
+            let (target, overcommits) = link._withUnsafeGuaranteedRef { operation in
                 cursor = operation.dispatchNext
                 operation.dispatchNext = nil
-                return operation.queueTarget.unsafelyUnwrapped
+                return (operation.queueTarget.unsafelyUnwrapped, operation.queueOvercommits)
             }
             if handOff.take(link, target: target) {
                 continue
             }
-            cq_async_f(target, link.toOpaque(), sqStartQueuedOperation)
+            if overcommits {
+                cq_swift_async_overcommit_f(target, link.toOpaque(), sqStartQueuedOperation)
+            } else {
+                cq_async_f(target, link.toOpaque(), sqStartQueuedOperation)
+            }
         }
     }
 

@@ -121,6 +121,12 @@ public class SQQueue: _SQQueueMaking, @unchecked Sendable {
     internal static let globalDefault = SQQueue.makeGlobal(.default)
     internal static let globalLow = SQQueue.makeGlobal(.low)
     internal static let globalBackground = SQQueue.makeGlobal(.background)
+    /// Where the async bridges' notifies resume their tasks (``SQGroup/waitUntilEmpty()``,
+    /// ``SQWorkItem/waitUntilFinished()``): a serial queue, so that a resumption gets an
+    /// overcommit thread while CPU-bound work holds every worker. On the default global queue
+    /// it waited for that work to end (about 20 s behind spinning tasks), though the item
+    /// awaited had run at once. A resumption only enqueues the task's job: one queue is enough.
+    internal static let resumptions = SQQueue(label: "swiftqueues.resumptions")
 
     private static func makeGlobal(_ priority: Priority) -> SQConcurrentQueue {
         let qos: SQQoS

@@ -25,7 +25,7 @@ extension SQWorkItem {
         let notified: Void? = await resumption.wait {
             registered = true
             cq_work_item_notify_f(
-                handle, SQQueue.globalDefault.handle, resumption.retainedContext(),
+                handle, SQQueue.resumptions.handle, resumption.retainedContext(),
                 sqFireCallback)
         }
         if notified == nil {

@@ -78,4 +78,76 @@ import Testing
         // count them).
         #expect(spinners.wait(timeout: .now() + 60) == .success)
     }
+
+    /// Starts `2 × CPUs` spinners on our default global queue and waits until one per CPU
+    /// spins; they stop when `release` is set, or after 120 s.
+    private static func holdEveryCPU(_ release: Counter, _ spinning: Counter) -> SQGroup {
+        let cpus = ProcessInfo.processInfo.activeProcessorCount
+        let started = SQSemaphore(value: 0)
+        let spinners = SQGroup()
+        for _ in 0..<2 * cpus {
+            SQQueue.global().async(group: spinners) {
+                spinning.add()
+                started.signal()
+                Self.spin(release)
+                spinning.add(-1)
+            }
+        }
+        for _ in 0..<cpus {
+            _ = started.wait(timeout: .now() + 60)
+        }
+        return spinners
+    }
+
+    /// An operation queue of width 1 runs its operations on a serial queue of its own, as
+    /// Foundation's does (on a serial dispatch queue): they ran only once the CPU-bound work
+    /// ended (20 s behind spinning tasks; Foundation: at once).
+    @Test func testWidthOneOperationQueueRunsBesideCPUBoundWork() {
+        let release = Counter()
+        let spinning = Counter()
+        let spinners = Self.holdEveryCPU(release, spinning)
+        let queue = SQOperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let ran = SQSemaphore(value: 0)
+        let order = Counter()
+        var previous: SQOperation?
+        for index in 0..<20 {
+            let operation = SQBlockOperation {
+                if order.add() == index { ran.signal() }
+            }
+            if let previous { operation.addDependency(previous) }
+            previous = operation
+            queue.addOperation(operation)
+        }
+        var answered = 0
+        for _ in 0..<20 where ran.wait(timeout: .now() + 60) == .success {
+            answered += 1
+        }
+        let stillSpinning = spinning.value
+        release.add()
+        #expect(answered == 20)
+        #expect(stillSpinning >= 1)
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(spinners.wait(timeout: .now() + 60) == .success)
+    }
+
+    /// The async bridges resume their task from a serial queue of the library's: a work item
+    /// that ran at once was awaited until the CPU-bound work ended (its notify went to the
+    /// default global queue, behind the spinners).
+    @Test func testAwaitBridgesResumeBesideCPUBoundWork() async throws {
+        let release = Counter()
+        let spinning = Counter()
+        let spinners = Self.holdEveryCPU(release, spinning)
+        let service = SQQueue(label: "busy.sq.bridges")
+        let item = SQWorkItem {}
+        service.async(execute: item)
+        try await item.waitUntilFinished()
+        let group = SQGroup()
+        service.async(group: group) {}
+        try await group.waitUntilEmpty()
+        let stillSpinning = spinning.value
+        release.add()
+        #expect(stillSpinning >= 1)
+        #expect(spinners.wait(timeout: .now() + 60) == .success)
+    }
 }

@@ -3,8 +3,11 @@
  * libdispatch, whose serial queues "overcommit" (a drain gets a thread when none is idle): a
  * service queue that answers requests from the main thread, a dispatch_after onto a serial
  * queue, a timer source on one, a serial queue that targets the high-priority global queue, and
- * a serial queue to which the spinning tasks themselves report as they start, each while twice
- * as many tasks as CPUs spin on the default global queue. The spinners spin
+ * a serial queue to which the spinning tasks themselves report as they start, and serial queues
+ * whose work waits on a semaphore that another serial queue's work signals (a thread per
+ * serial queue there: CQueueCore's overcommit threads asleep in such waits no longer count
+ * against their bound of one per CPU, which had left the signalling queue unrun), each while
+ * twice as many tasks as CPUs spin on the default global queue. The spinners spin
  * until the test lets them go (or for longer than every wait here), so each check shows that
  * the work ran while they held the CPUs. CQueueCore ran none of it until a spinner returned: a
  * request waited 2.9 s behind tasks of 1.5 s on 2 CPUs; libdispatch answered in 0-30 ms.
@@ -43,6 +46,29 @@ struct timer_count {
     dispatch_semaphore_t fired;
     long fires;
 };
+
+struct waiters {
+    dispatch_semaphore_t go;
+    dispatch_semaphore_t done;
+    long count;
+};
+
+static void wait_for_go(void *context)
+{
+    struct waiters *w = (struct waiters *)context;
+    if (dispatch_semaphore_wait(w->go, compat_deadline()) == 0) {
+        dispatch_semaphore_signal(w->done);
+    }
+}
+
+static void signal_go(void *context)
+{
+    struct waiters *w = (struct waiters *)context;
+    long i;
+    for (i = 0; i < w->count; i++) {
+        dispatch_semaphore_signal(w->go);
+    }
+}
 
 static void timer_fired(void *context)
 {
@@ -117,6 +143,33 @@ int main(void)
         WAIT_SEMA(done);
     }
     CHECK(compat_load(&spinning) >= cpus);
+
+    fprintf(stderr, "-- serial queues waiting for another serial queue's work\n");
+    {
+        struct waiters w;
+        dispatch_queue_t waiting[8];
+        dispatch_queue_t signaller = dispatch_queue_create("compat.busy.signaller", NULL);
+        w.go = dispatch_semaphore_create(0);
+        w.done = dispatch_semaphore_create(0);
+        w.count = cpus + 1 < 8 ? cpus + 1 : 8;
+        for (i = 0; i < w.count; i++) {
+            waiting[i] = dispatch_queue_create("compat.busy.waiter", NULL);
+            dispatch_async_f(waiting[i], &w, wait_for_go);
+        }
+        dispatch_async_f(signaller, &w, signal_go);
+        for (i = 0; i < w.count; i++) {
+            WAIT_SEMA(w.done);
+        }
+        CHECK(compat_load(&spinning) >= cpus);
+        for (i = 0; i < w.count; i++) {
+            dispatch_sync_f(waiting[i], NULL, compat_noop); /* its task has returned */
+            dispatch_release(waiting[i]);
+        }
+        dispatch_sync_f(signaller, NULL, compat_noop);
+        dispatch_release(signaller);
+        dispatch_release(w.go);
+        dispatch_release(w.done);
+    }
 
     compat_store(&released, 1);
     WAIT_GROUP(spinners);

@@ -7,6 +7,7 @@
  */
 #include "queue/queue_internal.h"
 
+#include <cqueuecore/swift_support.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -447,6 +448,11 @@ void cq_async_f(cq_queue_t q, void *ctx, cq_function_t fn)
 void cq_barrier_async_f(cq_queue_t q, void *ctx, cq_function_t fn)
 {
     async_impl(q, ctx, fn, CQ__ITEM_BARRIER, "cq_barrier_async_f");
+}
+
+void cq_swift_async_overcommit_f(cq_queue_t q, void *ctx, cq_function_t fn)
+{
+    async_impl(q, ctx, fn, CQ__ITEM_OVERCOMMIT, "cq_swift_async_overcommit_f");
 }
 
 /* ---------------------------------------------------------------------------------------- */

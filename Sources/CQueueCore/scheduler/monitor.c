@@ -328,6 +328,11 @@ static enum thread_place thread_place(pid_t tid)
     return THREAD_SLEEPS;
 }
 
+bool cq__monitor_thread_sleeps(pid_t tid)
+{
+    return thread_place(tid) != THREAD_RUNS;
+}
+
 /* Looks at the procs of one band whose work waits; returns how many are blocked. Sets
  * *could_not_add if it needed a thread that it could not add, and adds the procs kept by
  * waits behind other waits to *kept. */

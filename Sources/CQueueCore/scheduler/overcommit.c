@@ -39,6 +39,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "platform/diag_internal.h"
 #include "platform/fork_internal.h"
@@ -60,13 +62,17 @@
  * took it at once. */
 
 struct oc_thread {
-    _Atomic uint32_t woken; /* futex: 1 once taken off the idle list by a wake */
-    struct oc_thread *next; /* in the idle list, under `lock` */
+    _Atomic uint32_t woken;      /* futex: 1 once taken off the idle list by a wake */
+    struct oc_thread *next;      /* in the idle list, under `lock` */
+    struct oc_thread *next_live; /* in the list of live threads, under `lock` */
+    _Atomic pid_t tid;           /* for the monitor's look at whether it sleeps */
+    bool parked;                 /* in the idle list, under `lock` */
     uint32_t index;
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct oc_thread *idle;     /* parked threads, under `lock` */
+static struct oc_thread *all;      /* live threads, under `lock` */
 static uint32_t live;              /* threads alive, under `lock` */
 static uint32_t next_index;        /* under `lock` */
 static _Atomic uint32_t live_seen; /* `live`, for readers without the lock */
@@ -112,6 +118,7 @@ static bool park(struct oc_thread *t)
     cq__store(&t->woken, 0, relaxed);
     t->next = idle;
     idle = t;
+    t->parked = true;
     active--;
     pthread_mutex_unlock(&lock);
     struct cq__deadline d = {.forever = false, .clock = CLOCK_MONOTONIC};
@@ -132,6 +139,10 @@ static bool park(struct oc_thread *t)
             l = &(*l)->next;
         }
         *l = t->next;
+        for (l = &all; *l != t;) {
+            l = &(*l)->next_live;
+        }
+        *l = t->next_live;
         live--;
         cq__store(&live_seen, live, relaxed);
     }
@@ -145,6 +156,7 @@ static void *oc_main(void *arg)
     char name[16];
     snprintf(name, sizeof name, "cq-oc-%u", t->index);
     pthread_setname_np(pthread_self(), name);
+    cq__store(&t->tid, (pid_t)syscall(SYS_gettid), relaxed);
     /* The kernel's default slice, shorter than the workers' (worker.c): woken beside workers
      * that compute, it preempts one at once, where with theirs it waited for one's slice to
      * end (serial_busy_p99: 0.8-5 ms; libdispatch 0.04-2.5 ms). */
@@ -181,8 +193,23 @@ static void *oc_main(void *arg)
     return NULL;
 }
 
-/* Wakes an idle overcommit thread or starts one; false at the bound (a thread per worker), or
- * with `unless_active` when one is awake (it takes the lanes' items in turn). */
+/* Overcommit threads awake and not asleep in the kernel (lock held). */
+static uint32_t running_locked(void)
+{
+    uint32_t n = 0;
+    for (struct oc_thread *t = all; t; t = t->next_live) {
+        pid_t tid = cq__load(&t->tid, relaxed);
+        n += !t->parked && (tid == 0 || !cq__monitor_thread_sleeps(tid));
+    }
+    return n;
+}
+
+/* Wakes an idle overcommit thread or starts one; false at the bound, or with `unless_active`
+ * when one is awake (it takes the lanes' items in turn). The bound is a thread per worker
+ * that runs: threads asleep in a task (a wait, a read, a sleep) do not count, up to the pool's
+ * thread limit in all. Counting them, serial queues whose work waited for one another stalled
+ * for as long as the workers' tasks ran (a serial queue's work that signalled two others
+ * waiting on a semaphore never ran beside spinning tasks; libdispatch: at once). */
 static bool oc_wake(bool unless_active)
 {
     pthread_mutex_lock(&lock);
@@ -193,6 +220,7 @@ static bool oc_wake(bool unless_active)
     struct oc_thread *t = idle;
     if (t) {
         idle = t->next;
+        t->parked = false;
         active++;
         /* release: pairs with park's acquire load */
         cq__store(&t->woken, 1, release);
@@ -200,7 +228,8 @@ static bool oc_wake(bool unless_active)
         pthread_mutex_unlock(&lock);
         return true;
     }
-    if (live >= cq__pool_workers()) {
+    if (live >= cq__pool_workers() && (unless_active || live >= cq__pool.thread_limit ||
+                                       running_locked() >= cq__pool_workers())) {
         pthread_mutex_unlock(&lock);
         return false;
     }
@@ -210,6 +239,8 @@ static bool oc_wake(bool unless_active)
         return false;
     }
     t->index = next_index++;
+    t->next_live = all;
+    all = t;
     live++;
     active++;
     cq__store(&live_seen, live, relaxed);
@@ -223,6 +254,11 @@ static bool oc_wake(bool unless_active)
                         "workers stuck in long tasks",
                         strerror(err));
         pthread_mutex_lock(&lock);
+        struct oc_thread **l = &all;
+        while (*l != t) {
+            l = &(*l)->next_live;
+        }
+        *l = t->next_live;
         live--;
         active--;
         cq__store(&live_seen, live, relaxed);
@@ -309,6 +345,7 @@ void cq__overcommit_fork_child(void)
     /* only the forking thread exists: the records of the others are abandoned */
     pthread_mutex_init(&lock, NULL);
     idle = NULL;
+    all = NULL;
     live = 0;
     active = 0;
     cq__store(&cq__overcommit_hot, 0, relaxed);

@@ -318,6 +318,9 @@ CQ_INTERNAL uint32_t cq__pool_workers(void);
 CQ_INTERNAL void cq__monitor_kick(void);
 CQ_INTERNAL void cq__monitor_start(void);
 CQ_INTERNAL void cq__monitor_fork_child(void);
+/* Whether thread `tid` of this process sleeps in the kernel (state S or D, futex() included),
+ * from /proc: a few microseconds. */
+CQ_INTERNAL bool cq__monitor_thread_sleeps(pid_t tid);
 
 /* Overcommit threads (overcommit.c): the monitor's look at the lanes at each tick; threads
  * alive; the fork child's reset. */

@@ -156,6 +156,15 @@ CQ_EXPORT void cq_probe_operation_state(const char *name, int state);
  */
 CQ_EXPORT void cq_swift_count_tasks(uint64_t n);
 
+/*
+ * cq_swift_async_overcommit_f
+ *   As cq_async_f, for a task that overcommits as a serial queue's drain does (docs/design.md
+ *   §5, overcommit lanes): submitted from outside the pool, it may run on an overcommit thread
+ *   while every worker is stuck in a long task. For SwiftQueues' operation queues of width 1,
+ *   whose Foundation counterpart runs on a serial dispatch queue. Thread-safe; never blocks.
+ */
+CQ_EXPORT void cq_swift_async_overcommit_f(cq_queue_t queue, void *context, cq_function_t function);
+
 CQ_END_DECLS
 
 #endif /* CQUEUECORE_SWIFT_SUPPORT_H */
