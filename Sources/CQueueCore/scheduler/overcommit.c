@@ -193,15 +193,16 @@ static void *oc_main(void *arg)
     return NULL;
 }
 
-/* Overcommit threads awake and not asleep in the kernel (lock held). */
-static uint32_t running_locked(void)
+/* Whether at least `bound` overcommit threads are awake and not asleep in the kernel (lock
+ * held). Stops at the bound: each look reads /proc (a few microseconds). */
+static bool running_at_least_locked(uint32_t bound)
 {
     uint32_t n = 0;
-    for (struct oc_thread *t = all; t; t = t->next_live) {
+    for (struct oc_thread *t = all; t && n < bound; t = t->next_live) {
         pid_t tid = cq__load(&t->tid, relaxed);
         n += !t->parked && (tid == 0 || !cq__monitor_thread_sleeps(tid));
     }
-    return n;
+    return n >= bound;
 }
 
 /* Wakes an idle overcommit thread or starts one; false at the bound, or with `unless_active`
@@ -229,7 +230,7 @@ static bool oc_wake(bool unless_active)
         return true;
     }
     if (live >= cq__pool_workers() && (unless_active || live >= cq__pool.thread_limit ||
-                                       running_locked() >= cq__pool_workers())) {
+                                       running_at_least_locked(cq__pool_workers()))) {
         pthread_mutex_unlock(&lock);
         return false;
     }
