@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 
 #include "cq_test.h"
 
@@ -100,8 +101,9 @@ static void test_notes_in_static_link(void)
 X(task_enqueue)
 X(task_start)
 X(task_finish)
-X(steal) X(worker_park) X(worker_unpark) X(spare_start) X(thread_limit) X(source_event)
-    X(timer_fire) X(operation_state) X(label_change)
+X(steal)
+X(worker_park) X(worker_unpark) X(spare_start) X(thread_limit) X(source_event) X(timer_fire)
+    X(operation_state) X(label_change)
 #undef X
 
     /* Stands in for the tracer: perf writes these counters from outside the process, which
@@ -221,6 +223,50 @@ static void test_thread_naming(void)
     cq_release(nm.done);
 }
 
+/* A serial queue's drain on an overcommit thread (every worker spins in a task of the global
+ * queue) names that thread after the queue too, as a worker's; overcommit threads had no
+ * naming, and under a loaded ctest the drain above ran on one (no name: 1 run in 3). */
+static atomic_bool spin_release;
+static atomic_int spinning;
+
+static void spin_until_released(void *ctx)
+{
+    (void)ctx;
+    atomic_fetch_add(&spinning, 1);
+    uint64_t give_up = cq_test_now_ns() + 2 * (uint64_t)CQ_TEST_PATIENCE_NS;
+    while (!atomic_load(&spin_release) && cq_test_now_ns() < give_up) {
+    }
+    atomic_fetch_sub(&spinning, 1);
+}
+
+static void test_thread_naming_on_overcommit_thread(void)
+{
+    struct cq_runtime_info info;
+    cq_runtime_get_info(&info);
+    cq_group_t spinners = cq_group_create();
+    for (uint32_t i = 0; i < 2 * info.workers; i++) {
+        cq_group_async_f(spinners, cq_get_global_queue(0, 0), NULL, spin_until_released);
+    }
+    uint64_t deadline = cq_test_now_ns() + (uint64_t)CQ_TEST_PATIENCE_NS;
+    while (atomic_load(&spinning) < (int)info.workers && cq_test_now_ns() < deadline) {
+        sched_yield();
+    }
+    struct naming nm = {"oc.naming-queue", 0, cq_semaphore_create(0)};
+    cq_queue_t q = cq_queue_create("com.example.oc.naming-queue", CQ_QUEUE_SERIAL);
+    cq_runtime_set_thread_naming(true);
+    cq_async_f(q, &nm, read_name);
+    WAIT_SEMA(nm.done);
+    int still_spinning = atomic_load(&spinning);
+    atomic_store(&spin_release, true);
+    CHECK(atomic_load(&nm.matched));
+    CHECK(still_spinning >= (int)info.workers); /* so it ran on an overcommit thread */
+    WAIT_GROUP(spinners);
+    cq_runtime_set_thread_naming(false);
+    cq_release(q);
+    cq_release(nm.done);
+    cq_release(spinners);
+}
+
 /* Naming turned off while a worker carries a queue's label: the worker takes its own name back
  * when it next runs work or parks, as it does with naming on. It kept the label for good: the
  * tasks of other queues it ran then showed under it (5-6 of 6), and so did its sleep. */
@@ -280,6 +326,7 @@ int main(void)
     CHECK(!cq_probe_operation_enabled());
     RUN(test_runs_with_probes_enabled);
     RUN(test_thread_naming);
+    RUN(test_thread_naming_on_overcommit_thread);
     RUN(test_thread_naming_off_gives_names_back);
     if (readelf_missing) {
         fprintf(stderr, "probes skipped: readelf is missing\n");

@@ -68,6 +68,7 @@ struct oc_thread {
     _Atomic pid_t tid;           /* for the monitor's look at whether it sleeps */
     bool parked;                 /* in the idle list, under `lock` */
     uint32_t index;
+    char name[16]; /* cq-oc-N, its own name (thread naming, thread_internal.h) */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -153,9 +154,9 @@ static bool park(struct oc_thread *t)
 static void *oc_main(void *arg)
 {
     struct oc_thread *t = arg;
-    char name[16];
-    snprintf(name, sizeof name, "cq-oc-%u", t->index);
-    pthread_setname_np(pthread_self(), name);
+    snprintf(t->name, sizeof t->name, "cq-oc-%u", t->index);
+    pthread_setname_np(pthread_self(), t->name);
+    cq__tls.own_name = t->name; /* drains name it after their queues, as a worker */
     cq__store(&t->tid, (pid_t)syscall(SYS_gettid), relaxed);
     /* The kernel's default slice, shorter than the workers' (worker.c): woken beside workers
      * that compute, it preempts one at once, where with theirs it waited for one's slice to
@@ -183,12 +184,18 @@ static void *oc_main(void *arg)
                 break;
             }
             takes++;
+            if (cq__unlikely(cq__tls.named != NULL) &&
+                (it->kind != CQ__ITEM_QUEUE || cq__load(&cq__thread_naming_ms, relaxed) == 0)) {
+                cq__thread_name_slow(NULL); /* as a worker's run_item */
+            }
             cq__item_invoke(it);
             if (cq__unlikely(cq__fork_gen != gen)) {
                 cq__fork_child_task_returned(); /* the task forked: this is the child */
             }
         }
+        cq__thread_name_note(NULL); /* asleep under its own name, as a parked worker is */
     } while (park(t));
+    cq__tls.own_name = NULL;
     free(t);
     return NULL;
 }

@@ -41,12 +41,14 @@ struct cq__tls {
     /* pool threads: the serial queue the running item last gave group work to, with a
      * reference, dropped when the item returns (cq_group_wait helps drain it, group.c) */
     struct cq__object *group_queue;
-    const char *named;   /* thread naming: the label in the thread's name (NULL: its own) */
-    uint64_t named_ns;   /* thread naming: when the name last changed */
-    uint8_t main_thread; /* 0 unknown, 1 main thread, 2 other */
-    uint8_t exit_hook;   /* thread-exit destructor installed */
-    bool long_park;      /* pool threads: woken from a park of over CQ__SPECULATIVE_PARK_NS,
-                            until the next item has run (find.c, park.c, worker.c) */
+    const char *named;    /* thread naming: the label in the thread's name (NULL: its own) */
+    const char *own_name; /* thread naming: an overcommit thread's own name (overcommit.c;
+                             a pool thread's is its record's); NULL on other threads */
+    uint64_t named_ns;    /* thread naming: when the name last changed */
+    uint8_t main_thread;  /* 0 unknown, 1 main thread, 2 other */
+    uint8_t exit_hook;    /* thread-exit destructor installed */
+    bool long_park;       /* pool threads: woken from a park of over CQ__SPECULATIVE_PARK_NS,
+                             until the next item has run (find.c, park.c, worker.c) */
 };
 
 extern __thread struct cq__tls cq__tls __attribute__((tls_model("initial-exec")));

@@ -39,7 +39,9 @@ void cq__thread_name_slow(const char *label)
 {
     struct cq__thread *t = cq__tls.thread;
     uint32_t ms = cq__load(&cq__thread_naming_ms, relaxed);
-    if (t == NULL) {
+    /* runtime threads only: an application thread that drains a queue (a sync) keeps its name */
+    const char *own = t ? t->name : cq__tls.own_name;
+    if (own == NULL) {
         return;
     }
     if (label != NULL && ms != 0) {
@@ -62,8 +64,8 @@ void cq__thread_name_slow(const char *label)
     }
     if (cq__tls.named != NULL) {
         cq__tls.named = NULL;
-        CQ_PROBE1(label_change, t->name);
-        pthread_setname_np(pthread_self(), t->name);
+        CQ_PROBE1(label_change, own);
+        pthread_setname_np(pthread_self(), own);
     }
 }
 
