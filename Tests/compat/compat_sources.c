@@ -1,8 +1,8 @@
 /*
  * Sources through libdispatch's names: custom data (ADD, OR, REPLACE), registration and cancel
  * handlers, the last release of an active source, READ and WRITE on a pipe, a READ event whose
- * bytes went while it waited, the end of file reported once, an eventfd's data, SIGNAL, target queues, and — CQueueCore only, libdispatch on Linux
- * has neither — PROC and VNODE.
+ * bytes went while it waited, the end of file reported once, an eventfd's data, SIGNAL, target
+ * queues, and — CQueueCore only, libdispatch on Linux has neither — PROC and VNODE.
  */
 #include "compat_test.h"
 
@@ -16,20 +16,20 @@
 
 struct src {
     dispatch_source_t source;
-    long sum;         /* ADD: sum of data; OR: OR of data; REPLACE: last data */
+    long sum; /* ADD: sum of data; OR: OR of data; REPLACE: last data */
     long calls;
-    long want;        /* signal `done` once sum reaches (ADD) / equals (OR) this */
-    long registered;  /* registration handler runs */
+    long want;       /* signal `done` once sum reaches (ADD) / equals (OR) this */
+    long registered; /* registration handler runs */
     long reg_before_event;
     long cancelled;
     long cancel_data; /* dispatch_source_get_data in the cancel handler */
     long events_after_cancel;
-    long premature;   /* PROC: an exit reported before the child was let go */
+    long premature; /* PROC: an exit reported before the child was let go */
     const char *expect_label;
     long label_ok;
     dispatch_semaphore_t done, cancel_done;
     dispatch_semaphore_t registered_sema; /* signalled by the registration handler */
-    char bytes[64];   /* READ: what was read */
+    char bytes[64];                       /* READ: what was read */
     long nbytes;
 };
 
@@ -227,9 +227,9 @@ static char target_key;
 static void on_targeted(void *context)
 {
     struct src *s = (struct src *)context;
-    s->label_ok = dispatch_get_specific(&target_key) == (void *)&target_key &&
-                  strcmp(dispatch_queue_get_label(DISPATCH_CURRENT_QUEUE_LABEL),
-                         s->expect_label) == 0;
+    s->label_ok =
+        dispatch_get_specific(&target_key) == (void *)&target_key &&
+        strcmp(dispatch_queue_get_label(DISPATCH_CURRENT_QUEUE_LABEL), s->expect_label) == 0;
     dispatch_semaphore_signal(s->done);
 }
 
@@ -607,8 +607,8 @@ static void test_read_readiness_gone(void)
     int sv[2];
     REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
     dispatch_queue_t q = dispatch_queue_create("compat.stale", DISPATCH_QUEUE_SERIAL);
-    struct stale_read r = {NULL, dispatch_semaphore_create(0), 0, {-1, -1},
-                           dispatch_semaphore_create(0)};
+    struct stale_read r = {
+        NULL, dispatch_semaphore_create(0), 0, {-1, -1}, dispatch_semaphore_create(0)};
     r.source = dispatch_source_create(DISPATCH_SOURCE_TYPE_READ, (uintptr_t)sv[0], 0, q);
     REQUIRE(r.source != NULL);
     dispatch_set_context(r.source, &r);
@@ -676,10 +676,10 @@ static void test_read_end_of_file(void)
     close(fds[1]);
     int efd = eventfd(0, EFD_NONBLOCK);
     REQUIRE(efd >= 0);
-    struct eof_read pipe_r = {NULL, dispatch_semaphore_create(0), dispatch_semaphore_create(0), 0, 0,
-                              0};
-    struct eof_read event_r = {NULL, dispatch_semaphore_create(0), dispatch_semaphore_create(0), 0,
-                               0, 0};
+    struct eof_read pipe_r = {
+        NULL, dispatch_semaphore_create(0), dispatch_semaphore_create(0), 0, 0, 0};
+    struct eof_read event_r = {
+        NULL, dispatch_semaphore_create(0), dispatch_semaphore_create(0), 0, 0, 0};
     struct eof_read *rs[2] = {&pipe_r, &event_r};
     int fd[2] = {fds[0], efd};
     for (int i = 0; i < 2; i++) {
@@ -727,7 +727,16 @@ struct hup_write {
     long calls;
     long failed;
     dispatch_semaphore_t fired;
+    dispatch_semaphore_t cancelled;
 };
+
+/* The descriptor may be closed only once the source is cancelled (its cancel handler has run),
+ * as libdispatch documents: closed before that, the reactor's removal of it raced with the
+ * close (ThreadSanitizer). */
+static void hup_cancelled(void *ctx)
+{
+    dispatch_semaphore_signal(((struct hup_write *)ctx)->cancelled);
+}
 
 static void hup_write_event(void *ctx)
 {
@@ -752,11 +761,13 @@ static void test_write_after_hang_up(void)
     fcntl(sp[0], F_SETFL, O_NONBLOCK);
     close(sp[1]); /* the client has gone before the server writes */
     dispatch_queue_t q = dispatch_queue_create("compat.hup", DISPATCH_QUEUE_SERIAL);
-    struct hup_write w = {sp[0], 0, 0, dispatch_semaphore_create(0)};
-    dispatch_source_t s = dispatch_source_create(DISPATCH_SOURCE_TYPE_WRITE, (uintptr_t)sp[0], 0, q);
+    struct hup_write w = {sp[0], 0, 0, dispatch_semaphore_create(0), dispatch_semaphore_create(0)};
+    dispatch_source_t s =
+        dispatch_source_create(DISPATCH_SOURCE_TYPE_WRITE, (uintptr_t)sp[0], 0, q);
     REQUIRE(s != NULL);
     dispatch_set_context(s, &w);
     dispatch_source_set_event_handler_f(s, hup_write_event);
+    dispatch_source_set_cancel_handler_f(s, hup_cancelled);
     dispatch_resume(s);
     WAIT_SEMA(w.fired);
     /* Each marker runs behind whatever the source queued before it: a source that fires again
@@ -776,12 +787,12 @@ static void test_write_after_hang_up(void)
     CHECK(calls >= 1 && calls <= 3);
     CHECK_EQ(__atomic_load_n(&w.failed, __ATOMIC_SEQ_CST), calls);
     dispatch_source_cancel(s);
-    dispatch_async_f(q, w.fired, signal_semaphore); /* behind the cancellation's last call */
-    WAIT_SEMA(w.fired);
+    WAIT_SEMA(w.cancelled);
+    close(sp[0]);
     dispatch_release(s);
     dispatch_release(w.fired);
+    dispatch_release(w.cancelled);
     dispatch_release(q);
-    close(sp[0]);
 }
 
 int main(void)

@@ -135,6 +135,9 @@ void cq__pool_push(struct cq__item *it, unsigned prio, unsigned flags)
              * seq_cst idle-word update, fence and re-check (cq__pool_park in park.c); thieves take
              * the slot with an acquire exchange (steal_lifo) */
             struct cq__item *prev = cq__xchg(&p->lifo, it, seq_cst);
+            if (cq__unlikely(it->flags & CQ__ITEM_OVERCOMMIT)) {
+                cq__store(&p->lifo_oc, it, relaxed); /* see lifo_oc */
+            }
             if (prev) {
                 cq__pool_ring_push(p, prev);
                 /* pairs with the parker's seq_cst idle-word update, fence and re-check

@@ -279,28 +279,27 @@ static bool oc_wake(bool unless_active)
 
 void cq__overcommit_take_lifo(struct cq__proc *p)
 {
-    if (cq__load(&p->lifo, relaxed) == NULL) {
-        return;
-    }
-    /* Claimed before it is looked at, as a thief claims it (find.c, steal_lifo). acquire: pairs
-     * with the owner's seq_cst exchange or release store that filled the slot */
-    struct cq__item *it = cq__xchg(&p->lifo, NULL, acquire);
+    struct cq__item *it = cq__load(&p->lifo_oc, relaxed);
     if (it == NULL) {
         return;
     }
-    unsigned prio = cq__load(&it->prio, relaxed);
-    if (!(it->flags & CQ__ITEM_OVERCOMMIT) || prio == CQ__PRIO_BACKGROUND) {
-        struct cq__item *empty = NULL;
-        /* Not a serial queue's drain: back where it was, unless the owner filled the slot
-         * meanwhile (then it waits in the inject queue). release: pairs with the owner's and
-         * thieves' acquire exchanges */
-        if (cq__cas(&p->lifo, &empty, it, release)) {
-            return;
-        }
-        cq__inject_push(&cq__pool.inject[prio], prio, it);
-    } else {
-        cq__inject_push(&cq__pool.inject[CQ__LANE(prio)], CQ__LANE(prio), it);
+    /* Only the drain the owner noted, and only if the slot still holds it: claiming whatever
+     * the slot held and putting back what was not a drain let the owner, looking meanwhile,
+     * find the slot empty and run an item of its ring first (tasks that each wait for the ones
+     * submitted before them hung, compat_queue's turns under ThreadSanitizer, 2 runs in 5).
+     * acquire: pairs with the owner's seq_cst exchange that filled the slot */
+    struct cq__item *expected = it;
+    if (!cq__cas(&p->lifo, &expected, NULL, acquire)) {
+        return;
     }
+    expected = it;
+    (void)cq__cas(&p->lifo_oc, &expected, NULL, relaxed); /* unless the owner noted another */
+    unsigned prio = cq__load(&it->prio, relaxed);
+    /* A serial queue's drain (an item at the noted address that is not one, reused memory,
+     * goes to the inject queue, where any worker finds it). */
+    unsigned slot =
+        (it->flags & CQ__ITEM_OVERCOMMIT) && prio != CQ__PRIO_BACKGROUND ? CQ__LANE(prio) : prio;
+    cq__inject_push(&cq__pool.inject[slot], slot, it);
     cq__pool_notify_prio(prio);
 }
 

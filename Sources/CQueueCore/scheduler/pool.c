@@ -81,6 +81,7 @@ static struct cq__proc *proc_new(unsigned band, bool extra)
     memset((char *)p + offsetof(struct cq__proc, lifo), 0,
            sizeof *p - offsetof(struct cq__proc, lifo));
     atomic_init(&p->lifo, NULL);
+    atomic_init(&p->lifo_oc, NULL);
     uint32_t i = cq__load(&cq__pool.nprocs_seen, relaxed);
     p->index = i;
     p->band = (uint8_t)band;
