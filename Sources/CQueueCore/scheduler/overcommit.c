@@ -24,7 +24,8 @@
  *     runs them as a thread outside the pool: what its drains submit goes through the inject
  *     queues and lanes (it has no run queue that work could wait in behind a long drain); it
  *     parks when the lanes are empty or a worker has taken a lane item since it last did
- *     (the workers serve the lanes again), and exits after OC_IDLE_EXIT_NS without work.
+ *     (the workers serve the lanes again); those beyond one per worker end after
+ *     OC_IDLE_EXIT_NS without work.
  * Global queues' work and concurrent queues' work never get one (libdispatch's are not
  * overcommit either), so CPU-bound work of those still runs on the workers alone; background
  * serial queues neither (their threads run at nice 19, these at the pool's value).
@@ -111,8 +112,10 @@ static struct cq__item *lane_take(void)
     return NULL;
 }
 
-/* Parks `t` until a wake or OC_IDLE_EXIT_NS; false: it left the idle list on its own (the
- * thread ends). */
+/* Parks `t` until a wake; false: it left the idle list on its own (the thread ends). Threads
+ * beyond one per worker end after OC_IDLE_EXIT_NS without a wake; the others stay parked, as
+ * the pool's spares do: each end was a wake-up of an idle process (test_source's idle case saw
+ * one, 5 s after an earlier case had used them). */
 static bool park(struct oc_thread *t)
 {
     pthread_mutex_lock(&lock);
@@ -121,20 +124,29 @@ static bool park(struct oc_thread *t)
     idle = t;
     t->parked = true;
     active--;
+    bool may_end = live > cq__pool_workers();
     pthread_mutex_unlock(&lock);
-    struct cq__deadline d = {.forever = false, .clock = CLOCK_MONOTONIC};
-    uint64_t until = cq__now_ns() + OC_IDLE_EXIT_NS;
-    d.at.tv_sec = (time_t)(until / 1000000000u);
-    d.at.tv_nsec = (long)(until % 1000000000u);
-    /* acquire: pairs with oc_wake's release store (made under the lock, as our push) */
-    while (cq__load(&t->woken, acquire) == 0) {
-        if (cq__futex_wait(&t->woken, 0, &d) == ETIMEDOUT) {
-            break;
+    for (;;) {
+        struct cq__deadline d = {.forever = !may_end, .clock = CLOCK_MONOTONIC};
+        uint64_t until = cq__now_ns() + OC_IDLE_EXIT_NS;
+        d.at.tv_sec = (time_t)(until / 1000000000u);
+        d.at.tv_nsec = (long)(until % 1000000000u);
+        /* acquire: pairs with oc_wake's release store (made under the lock, as our push) */
+        while (cq__load(&t->woken, acquire) == 0) {
+            if (cq__futex_wait(&t->woken, 0, &d) == ETIMEDOUT) {
+                break;
+            }
         }
-    }
-    pthread_mutex_lock(&lock);
-    bool woken = cq__load(&t->woken, relaxed) != 0; /* set only under the lock */
-    if (!woken) {
+        pthread_mutex_lock(&lock);
+        if (cq__load(&t->woken, relaxed) != 0) { /* set only under the lock */
+            pthread_mutex_unlock(&lock);
+            return true;
+        }
+        if (live <= cq__pool_workers()) {
+            may_end = false; /* one of those that stay */
+            pthread_mutex_unlock(&lock);
+            continue;
+        }
         struct oc_thread **l = &idle;
         while (*l != t) {
             l = &(*l)->next;
@@ -146,9 +158,9 @@ static bool park(struct oc_thread *t)
         *l = t->next_live;
         live--;
         cq__store(&live_seen, live, relaxed);
+        pthread_mutex_unlock(&lock);
+        return false;
     }
-    pthread_mutex_unlock(&lock);
-    return woken;
 }
 
 static void *oc_main(void *arg)
