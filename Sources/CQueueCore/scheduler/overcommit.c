@@ -73,12 +73,11 @@ struct oc_thread {
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct oc_thread *idle;     /* parked threads, under `lock` */
-static struct oc_thread *all;      /* live threads, under `lock` */
-static uint32_t live;              /* threads alive, under `lock` */
-static uint32_t next_index;        /* under `lock` */
-static _Atomic uint32_t live_seen; /* `live`, for readers without the lock */
-static uint32_t active;            /* threads not parked, under `lock` */
+static struct oc_thread *idle; /* parked threads, under `lock` */
+static struct oc_thread *all;  /* live threads, under `lock` */
+static uint32_t live;          /* threads alive, under `lock` */
+static uint32_t next_index;    /* under `lock` */
+static uint32_t active;        /* threads not parked, under `lock` */
 
 /* See OC_HOT: set by the monitor's wakes, cleared once workers take lane items again. */
 _Atomic uint32_t cq__overcommit_hot;
@@ -157,7 +156,6 @@ static bool park(struct oc_thread *t)
         }
         *l = t->next_live;
         live--;
-        cq__store(&live_seen, live, relaxed);
         pthread_mutex_unlock(&lock);
         return false;
     }
@@ -263,7 +261,6 @@ static bool oc_wake(bool unless_active)
     all = t;
     live++;
     active++;
-    cq__store(&live_seen, live, relaxed);
     pthread_mutex_unlock(&lock);
     pthread_t thread;
     int err = cq__thread_start(&thread, oc_main, t);
@@ -281,7 +278,6 @@ static bool oc_wake(bool unless_active)
         *l = t->next_live;
         live--;
         active--;
-        cq__store(&live_seen, live, relaxed);
         pthread_mutex_unlock(&lock);
         free(t);
         return false;
@@ -354,11 +350,6 @@ bool cq__overcommit_wake_for_push(void)
     return true;
 }
 
-uint32_t cq__overcommit_threads(void)
-{
-    return cq__load(&live_seen, relaxed);
-}
-
 void cq__overcommit_fork_child(void)
 {
     /* only the forking thread exists: the records of the others are abandoned */
@@ -368,7 +359,6 @@ void cq__overcommit_fork_child(void)
     live = 0;
     active = 0;
     cq__store(&cq__overcommit_hot, 0, relaxed);
-    cq__store(&live_seen, 0, relaxed);
     stalled_ticks = 0;
     takes_seen = 0;
     worker_takes_seen = 0;

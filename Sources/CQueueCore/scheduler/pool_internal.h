@@ -327,8 +327,8 @@ CQ_INTERNAL void cq__monitor_fork_child(void);
  * from /proc: a few microseconds. */
 CQ_INTERNAL bool cq__monitor_thread_sleeps(pid_t tid);
 
-/* Overcommit threads (overcommit.c): the monitor's look at the lanes at each tick; threads
- * alive; the fork child's reset. */
+/* Overcommit threads (overcommit.c): the monitor's look at the lanes at each tick; the fork
+ * child's reset. */
 CQ_INTERNAL void cq__overcommit_tick(void);
 /* overcommit.c, OC_HOT: the workers are stuck, and a lane item pushed while they are busy
  * wakes an idle overcommit thread (cq__overcommit_wake_for_push: false if none was woken or
@@ -339,7 +339,6 @@ CQ_INTERNAL bool cq__overcommit_wake_for_push(void);
  * moves to its lane. */
 CQ_INTERNAL void cq__overcommit_take_lifo(struct cq__proc *p);
 #define CQ__OC_LIFO_TICKS 2u
-CQ_INTERNAL uint32_t cq__overcommit_threads(void);
 CQ_INTERNAL void cq__overcommit_fork_child(void);
 
 /* ---- between the scheduler's files: pool.c (state, limits), idle.c, park.c, worker.c,
