@@ -75,9 +75,13 @@ struct oc_thread {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct oc_thread *idle; /* parked threads, under `lock` */
 static struct oc_thread *all;  /* live threads, under `lock` */
-static uint32_t live;          /* threads alive, under `lock` */
-static uint32_t next_index;    /* under `lock` */
-static uint32_t active;        /* threads not parked, under `lock` */
+/* Records of threads that ended, for the next thread to reuse, under `lock`. Never freed: a
+ * waker wakes its thread after dropping the lock, when the thread may have ended already (a
+ * stray wake of a reused record's futex word is harmless: see park). */
+static struct oc_thread *ended;
+static uint32_t live;       /* threads alive, under `lock` */
+static uint32_t next_index; /* under `lock` */
+static uint32_t active;     /* threads not parked, under `lock` */
 
 /* See OC_HOT: set by the monitor's wakes, cleared once workers take lane items again. */
 _Atomic uint32_t cq__overcommit_hot;
@@ -136,6 +140,17 @@ static bool park(struct oc_thread *t)
                 break;
             }
         }
+        /* Woken: oc_wake took `t` off the idle list (under the lock) before it set `woken`, so
+         * there is nothing to take the lock for. (It used to be taken here while the waker
+         * still held it: the woken thread, on the waker's CPU, preempted the waker, blocked on
+         * the lock, and left the CPU to a worker that computes, which kept it for its slice;
+         * requests to a serial queue beside CPU-bound tasks waited 1-5 ms in 1-4 % of them,
+         * libdispatch's under 0.1 ms.) acquire (the load above): pairs with oc_wake's release
+         * store. A stray wake (a record's earlier owner's waker, see `ended`) finds `woken` 0
+         * and waits again. */
+        if (cq__load(&t->woken, relaxed) != 0) {
+            return true;
+        }
         pthread_mutex_lock(&lock);
         if (cq__load(&t->woken, relaxed) != 0) { /* set only under the lock */
             pthread_mutex_unlock(&lock);
@@ -156,6 +171,9 @@ static bool park(struct oc_thread *t)
         }
         *l = t->next_live;
         live--;
+        cq__tls.own_name = NULL;
+        t->next = ended; /* the caller touches `t` no more */
+        ended = t;
         pthread_mutex_unlock(&lock);
         return false;
     }
@@ -205,9 +223,7 @@ static void *oc_main(void *arg)
         }
         cq__thread_name_note(NULL); /* asleep under its own name, as a parked worker is */
     } while (park(t));
-    cq__tls.own_name = NULL;
-    free(t);
-    return NULL;
+    return NULL; /* park put `t` among the ended records */
 }
 
 /* Whether at least `bound` overcommit threads are awake and not asleep in the kernel (lock
@@ -242,8 +258,10 @@ static bool oc_wake(bool unless_active)
         active++;
         /* release: pairs with park's acquire load */
         cq__store(&t->woken, 1, release);
-        cq__futex_wake(&t->woken, 1); /* under the lock: `t` cannot have exited */
         pthread_mutex_unlock(&lock);
+        /* After the unlock: woken under the lock, a thread on this CPU preempted this one and
+         * then blocked on the lock it held (see park). The record is never freed. */
+        cq__futex_wake(&t->woken, 1);
         return true;
     }
     if (live >= cq__pool_workers() && (unless_active || live >= cq__pool.thread_limit ||
@@ -251,8 +269,11 @@ static bool oc_wake(bool unless_active)
         pthread_mutex_unlock(&lock);
         return false;
     }
-    t = calloc(1, sizeof *t);
-    if (t == NULL) {
+    t = ended;
+    if (t != NULL) {
+        ended = t->next;
+        memset(t, 0, sizeof *t); /* `woken` 0: a stray wake still due finds nothing to do */
+    } else if ((t = calloc(1, sizeof *t)) == NULL) {
         pthread_mutex_unlock(&lock);
         return false;
     }
@@ -278,8 +299,9 @@ static bool oc_wake(bool unless_active)
         *l = t->next_live;
         live--;
         active--;
+        t->next = ended;
+        ended = t;
         pthread_mutex_unlock(&lock);
-        free(t);
         return false;
     }
     return true;
@@ -356,6 +378,7 @@ void cq__overcommit_fork_child(void)
     pthread_mutex_init(&lock, NULL);
     idle = NULL;
     all = NULL;
+    ended = NULL; /* possibly mid-change in the parent: left behind */
     live = 0;
     active = 0;
     cq__store(&cq__overcommit_hot, 0, relaxed);
