@@ -176,8 +176,11 @@ void cq__io_pool_submit(struct cq__io_req *req)
     pool_tail = req;
     bool start = need_thread(false);
     bool arm = check_due(); /* jobs running, none idle: work may wait behind a blocked one */
-    pthread_cond_signal(&pool_cond);
     pthread_mutex_unlock(&pool_lock);
+    /* After the unlock: signalled under it, a pool thread woken on this CPU could preempt us
+     * only to block on the lock we held (see park in scheduler/overcommit.c). A waiter looks at
+     * the list under the lock before it waits, so none misses the request. */
+    pthread_cond_signal(&pool_cond);
     if (start) {
         start_thread();
     }
