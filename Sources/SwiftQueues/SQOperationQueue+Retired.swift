@@ -8,8 +8,8 @@ import CQueueCore
 // arena under that arena's lock, which the adding thread takes for every allocation, and the
 // two sides spend their time handing the lock back and forth (a third of a pool thread's
 // time in `perf`, at 200k additions). Instead, the queue keeps a short list of such finished
-// operations and each thread that adds an operation releases two of them: the memory goes
-// back to the cache of the thread that allocates the next operation, and no lock is shared.
+// operations and the next thread that adds an operation releases them: the memory goes back
+// to the cache of the thread that allocates the next operation, and no lock is shared.
 //
 // What may run on the adding thread then is only the library's own code: the operation let
 // its blocks go when it finished (on the pool thread, as before), and anything user code
@@ -41,37 +41,6 @@ extension SQOperationQueue.LockedState {
             overflow = takeRetired()
         }
         return true
-    }
-
-    /// How many retired operations an adding thread releases per addition: one for the
-    /// operation it allocates, one more so that a list left by a pause drains.
-    static let retiredPerAdd = 2
-
-    /// Takes at most ``retiredPerAdd`` operations off the list, for an adding thread to
-    /// release once the lock is dropped (with
-    /// ``SQOperationQueue/releaseRetired(_:onAddingThread:)``). A few per addition, not the
-    /// whole list: glibc's per-thread cache keeps only 7 blocks of a size, so freeing 64 in
-    /// one go sent 57 of them through the arena's bins, and the next 57 allocations through
-    /// `_int_malloc` (a third of the adding thread's time in `perf`); freeing about one per
-    /// allocation hands each block straight back to the next allocation.
-    mutating func takeRetiredForAdding() -> Unmanaged<SQOperation>? {
-        guard let first = retired else { return nil }
-        var last = first
-        var taken = 1
-        // safety: the list's links are read and written under the queue lock, held here.
-        while taken < Self.retiredPerAdd,
-            let next = last._withUnsafeGuaranteedRef({ $0.dispatchNext })
-        {
-            last = next
-            taken += 1
-        }
-        retired = last._withUnsafeGuaranteedRef { operation in
-            let rest = operation.dispatchNext
-            operation.dispatchNext = nil
-            return rest
-        }
-        retiredCount -= taken
-        return first
     }
 
     /// Empties the list; the caller releases what it returns with

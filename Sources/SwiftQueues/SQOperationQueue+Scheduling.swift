@@ -54,7 +54,7 @@ extension SQOperationQueue {
         var retired: Unmanaged<SQOperation>?
         var finishedWhileAdding = false
         state.withLock { state in
-            retired = state.takeRetiredForAdding()
+            retired = state.takeRetired()
             let slot = operation.queueState
             let ready = ready || slot == .readyWhileAdding
             let qos = operationQoS ?? state.qualityOfService
