@@ -3,7 +3,9 @@
  * libdispatch, whose serial queues "overcommit" (a drain gets a thread when none is idle): a
  * service queue that answers requests from the main thread, a dispatch_after onto a serial
  * queue, a timer source on one, a serial queue that targets the high-priority global queue, and
- * a serial queue to which the spinning tasks themselves report as they start, and serial queues
+ * two serial queues to which the spinning tasks themselves report as they start (CQueueCore ran
+ * the first one's report only when the task ended: the second report pushed its drain into the
+ * worker's own run queue, which nothing else took from), and serial queues
  * whose work waits on a semaphore that another serial queue's work signals (a thread per
  * serial queue there: CQueueCore's overcommit threads asleep in such waits no longer count
  * against their bound of one per CPU, which had left the signalling queue unrun), each while
@@ -21,8 +23,8 @@
 static long released;
 static long spinning;
 static dispatch_semaphore_t spinner_started;
-static dispatch_semaphore_t reported;
-static dispatch_queue_t progress;
+static dispatch_semaphore_t reported, reported_too;
+static dispatch_queue_t progress, progress_too;
 
 static void signal_sema(void *context)
 {
@@ -35,8 +37,10 @@ static void spin(void *context)
     dispatch_time_t until = dispatch_time(DISPATCH_TIME_NOW, SPIN_LIMIT_NS);
     compat_add(&spinning, 1);
     dispatch_semaphore_signal(spinner_started);
-    /* A progress report from inside the long task: it must not wait for the task to end. */
+    /* Progress reports from inside the long task, to two queues: neither may wait for the task
+     * to end. */
     dispatch_async_f(progress, reported, signal_sema);
+    dispatch_async_f(progress_too, reported_too, signal_sema);
     while (!compat_load(&released) && compat_now() < until) {
     }
     compat_add(&spinning, -1);
@@ -91,7 +95,9 @@ int main(void)
     struct timer_count count;
     spinner_started = dispatch_semaphore_create(0);
     reported = dispatch_semaphore_create(0);
+    reported_too = dispatch_semaphore_create(0);
     progress = dispatch_queue_create("compat.busy.progress", NULL);
+    progress_too = dispatch_queue_create("compat.busy.progress-too", NULL);
     if (cpus < 1) {
         cpus = 1;
     }
@@ -102,9 +108,10 @@ int main(void)
         WAIT_SEMA(spinner_started); /* every CPU's worker spins */
     }
 
-    fprintf(stderr, "-- reports to a serial queue from the spinning tasks\n");
+    fprintf(stderr, "-- reports to two serial queues from the spinning tasks\n");
     for (i = 0; i < cpus; i++) {
         WAIT_SEMA(reported);
+        WAIT_SEMA(reported_too);
     }
     CHECK(compat_load(&spinning) >= cpus);
 
@@ -187,6 +194,9 @@ int main(void)
     dispatch_sync_f(progress, NULL, compat_noop);
     dispatch_release(progress);
     dispatch_release(reported);
+    dispatch_sync_f(progress_too, NULL, compat_noop);
+    dispatch_release(progress_too);
+    dispatch_release(reported_too);
     dispatch_release(spinners);
     TEST_MAIN_END();
 }

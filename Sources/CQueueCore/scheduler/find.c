@@ -139,7 +139,21 @@ void cq__pool_push(struct cq__item *it, unsigned prio, unsigned flags)
                 cq__store(&p->lifo_oc, it, relaxed); /* see lifo_oc */
             }
             if (prev) {
-                cq__pool_ring_push(p, prev);
+                unsigned prev_prio = cq__load(&prev->prio, relaxed);
+                if (cq__unlikely(prev->flags & CQ__ITEM_OVERCOMMIT) &&
+                    prev_prio != CQ__PRIO_BACKGROUND) {
+                    /* A serial queue's drain that the task's next wake-up pushed out of the
+                     * slot goes to its lane, not the ring: only the owner and thieves take
+                     * from the ring, so behind a long task it waited for the task to end
+                     * (a task that reported to two serial queues: the first one's report).
+                     * The lane is where an overcommit thread finds it (overcommit.c). */
+                    cq__inject_push(&P.inject[CQ__LANE(prev_prio)], CQ__LANE(prev_prio), prev);
+                    if (prev_prio != prio) {
+                        cq__pool_notify_prio(prev_prio); /* `prio`'s is below */
+                    }
+                } else {
+                    cq__pool_ring_push(p, prev);
+                }
                 /* pairs with the parker's seq_cst idle-word update, fence and re-check
                  * (cq__pool_park in park.c) */
                 cq__fence(seq_cst);
