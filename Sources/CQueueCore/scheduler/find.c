@@ -137,6 +137,9 @@ void cq__pool_push(struct cq__item *it, unsigned prio, unsigned flags)
             struct cq__item *prev = cq__xchg(&p->lifo, it, seq_cst);
             if (cq__unlikely(it->flags & CQ__ITEM_OVERCOMMIT)) {
                 cq__store(&p->lifo_oc, it, relaxed); /* see lifo_oc */
+            } else if (cq__unlikely(cq__load(&p->lifo_oc, relaxed) != NULL)) {
+                /* the note names no item of the slot any more (see lifo_oc) */
+                cq__store(&p->lifo_oc, NULL, relaxed);
             }
             if (prev) {
                 unsigned prev_prio = cq__load(&prev->prio, relaxed);

@@ -325,8 +325,20 @@ void cq__overcommit_take_lifo(struct cq__proc *p)
     expected = it;
     (void)cq__cas(&p->lifo_oc, &expected, NULL, relaxed); /* unless the owner noted another */
     unsigned prio = cq__load(&it->prio, relaxed);
-    /* A serial queue's drain (an item at the noted address that is not one, reused memory,
-     * goes to the inject queue, where any worker finds it). */
+    if (cq__unlikely(!(it->flags & CQ__ITEM_OVERCOMMIT))) {
+        /* Not a drain: the noted queue was freed and another object took its memory, whose
+         * item the owner put in the slot after we read the note. Moved to the inject queue, a
+         * concurrent queue's drain let newer items of the owner's ring start before the
+         * queue's older ones (compat_queue's turns hung once, 1 full ctest run in 4). Put
+         * back; if the owner filled the slot meanwhile, the inject queue is all that is left.
+         * release: pairs with the owner's acquire exchange (cq__pool_lifo_take) */
+        expected = NULL;
+        if (cq__cas(&p->lifo, &expected, it, release)) {
+            return;
+        }
+    }
+    /* A serial queue's drain goes to its lane (anything else, see above, to the inject queue,
+     * where any worker finds it). */
     unsigned slot =
         (it->flags & CQ__ITEM_OVERCOMMIT) && prio != CQ__PRIO_BACKGROUND ? CQ__LANE(prio) : prio;
     cq__inject_push(&cq__pool.inject[slot], slot, it);

@@ -111,10 +111,10 @@ struct cq__proc {
      * from an owner that has been running the same task for a while. Holds only items of
      * `lifo_levels`. */
     _Atomic(struct cq__item *) lifo CQ_CACHE_ALIGNED;
-    /* The last serial queue's drain (CQ__ITEM_OVERCOMMIT) the owner put in `lifo`, or NULL: the
-     * monitor takes the slot only while it still holds exactly this item (a compare-exchange),
-     * so it never disturbs other items there (overcommit.c, cq__overcommit_take_lifo). A hint:
-     * stale once the item left the slot. */
+    /* The serial queue's drain (CQ__ITEM_OVERCOMMIT) the owner last put in `lifo`, or NULL once
+     * it put another kind of item there: the monitor takes the slot only while it still holds
+     * exactly this item (a compare-exchange), so it never disturbs other items there
+     * (overcommit.c, cq__overcommit_take_lifo). A hint: stale once the item left the slot. */
     _Atomic(struct cq__item *) lifo_oc;
     _Atomic uint64_t started;    /* items started; written by the owner, read by monitor/thieves
                                     (who compare its low 32 bits), and cq_runtime_get_counters */
