@@ -9,6 +9,7 @@
 #include <cqueuecore/runtime.h>
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -358,11 +359,25 @@ static void *dump_writer(void *arg)
     return NULL;
 }
 
+/* A one-line notice from the reactor: written only if stderr takes it now. The dump before it
+ * may be stuck on a stderr that nobody reads, and a notice written into that blocked the
+ * reactor, every timer and source of the process with it, at the second signal (a user's
+ * stalled-stderr probe signalled twice; the first dump's thread was still waiting). */
+static void notice_if_room(const char *line, size_t len)
+{
+    struct pollfd p = {.fd = STDERR_FILENO, .events = POLLOUT};
+    if (poll(&p, 1, 0) == 1 && (p.revents & POLLOUT)) {
+        ssize_t ignored = write(STDERR_FILENO, line, len);
+        (void)ignored;
+    }
+}
+
 /*
  * On the reactor thread, when the signal arrives. The dump is formatted here, then written by
  * a thread of its own: the reactor writing it to a stderr that blocks stopped every timer and
  * source of the process until a reader came (and, with the registries' locks held, every
- * queue creation too). A signal while a dump is still being written gets one line instead.
+ * queue creation too). A signal while a dump is still being written gets one line instead,
+ * if stderr takes it at once (notice_if_room).
  */
 void cq__introspect_dump_signal(void)
 {
@@ -370,8 +385,7 @@ void cq__introspect_dump_signal(void)
     if (atomic_exchange_explicit(&dump_writing, true, memory_order_acquire)) {
         static const char busy[] = "---- SwiftQueues runtime: a dump is still being written; "
                                    "this signal's is skipped ----\n";
-        ssize_t ignored = write(STDERR_FILENO, busy, sizeof busy - 1);
-        (void)ignored;
+        notice_if_room(busy, sizeof busy - 1);
         return;
     }
     struct dump_write *w = malloc(sizeof *w);
@@ -382,8 +396,7 @@ void cq__introspect_dump_signal(void)
         free(w);
         atomic_store_explicit(&dump_writing, false, memory_order_relaxed);
         static const char nomem[] = "---- SwiftQueues runtime: no memory for the dump ----\n";
-        ssize_t ignored = write(STDERR_FILENO, nomem, sizeof nomem - 1);
-        (void)ignored;
+        notice_if_room(nomem, sizeof nomem - 1);
         return;
     }
     pthread_attr_t attr;
