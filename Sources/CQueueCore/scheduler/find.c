@@ -143,14 +143,14 @@ void cq__pool_push(struct cq__item *it, unsigned prio, unsigned flags)
             }
             if (prev) {
                 unsigned prev_prio = cq__load(&prev->prio, relaxed);
-                if (cq__unlikely(prev->flags & CQ__ITEM_OVERCOMMIT) &&
-                    prev_prio != CQ__PRIO_BACKGROUND) {
+                unsigned slot = cq__inject_slot(prev, prev_prio);
+                if (cq__unlikely(slot != prev_prio)) {
                     /* A serial queue's drain that the task's next wake-up pushed out of the
                      * slot goes to its lane, not the ring: only the owner and thieves take
                      * from the ring, so behind a long task it waited for the task to end
                      * (a task that reported to two serial queues: the first one's report).
                      * The lane is where an overcommit thread finds it (overcommit.c). */
-                    cq__inject_push(&P.inject[CQ__LANE(prev_prio)], CQ__LANE(prev_prio), prev);
+                    cq__inject_push(&P.inject[slot], slot, prev);
                     if (prev_prio != prio) {
                         cq__pool_notify_prio(prev_prio); /* `prio`'s is below */
                     }
@@ -180,11 +180,8 @@ void cq__pool_push(struct cq__item *it, unsigned prio, unsigned flags)
         if (cq__unlikely(!cq__load(&cq__pool_started, acquire))) {
             cq__pool_ensure_started();
         }
-        /* serial queues' drains wait in the lane (see CQ__LANE), background ones excepted:
-         * their threads run at nice 19, the lane's at the pool's */
-        unsigned slot = (it->flags & CQ__ITEM_OVERCOMMIT) && prio != CQ__PRIO_BACKGROUND
-                            ? CQ__LANE(prio)
-                            : prio;
+        /* serial queues' drains wait in the lane (see CQ__LANE) */
+        unsigned slot = cq__inject_slot(it, prio);
         cq__inject_push(&P.inject[slot], slot, it); /* seq_cst publish inside */
         if (cq__unlikely(slot != prio) && prio != CQ__PRIO_HIGH &&
             cq__load(&cq__overcommit_hot, relaxed) && !cq__pool_notify_band(CQ__BAND_NORMAL)) {

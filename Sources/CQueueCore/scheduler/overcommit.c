@@ -115,6 +115,20 @@ static struct cq__item *lane_take(void)
     return NULL;
 }
 
+/* Takes `t`, whose thread ends or never started, off the list of live threads and keeps its
+ * record for the next thread (lock held). */
+static void record_ended_locked(struct oc_thread *t)
+{
+    struct oc_thread **l = &all;
+    while (*l != t) {
+        l = &(*l)->next_live;
+    }
+    *l = t->next_live;
+    live--;
+    t->next = ended;
+    ended = t;
+}
+
 /* Parks `t` until a wake; false: it left the idle list on its own (the thread ends). Threads
  * beyond one per worker end after OC_IDLE_EXIT_NS without a wake; the others stay parked, as
  * the pool's spares do: each end was a wake-up of an idle process (test_source's idle case saw
@@ -166,14 +180,8 @@ static bool park(struct oc_thread *t)
             l = &(*l)->next;
         }
         *l = t->next;
-        for (l = &all; *l != t;) {
-            l = &(*l)->next_live;
-        }
-        *l = t->next_live;
-        live--;
         cq__tls.own_name = NULL;
-        t->next = ended; /* the caller touches `t` no more */
-        ended = t;
+        record_ended_locked(t); /* the caller touches `t` no more */
         pthread_mutex_unlock(&lock);
         return false;
     }
@@ -292,15 +300,8 @@ static bool oc_wake(bool unless_active)
                         "workers stuck in long tasks",
                         strerror(err));
         pthread_mutex_lock(&lock);
-        struct oc_thread **l = &all;
-        while (*l != t) {
-            l = &(*l)->next_live;
-        }
-        *l = t->next_live;
-        live--;
         active--;
-        t->next = ended;
-        ended = t;
+        record_ended_locked(t);
         pthread_mutex_unlock(&lock);
         return false;
     }
@@ -339,8 +340,7 @@ void cq__overcommit_take_lifo(struct cq__proc *p)
     }
     /* A serial queue's drain goes to its lane (anything else, see above, to the inject queue,
      * where any worker finds it). */
-    unsigned slot =
-        (it->flags & CQ__ITEM_OVERCOMMIT) && prio != CQ__PRIO_BACKGROUND ? CQ__LANE(prio) : prio;
+    unsigned slot = cq__inject_slot(it, prio);
     cq__inject_push(&cq__pool.inject[slot], slot, it);
     cq__pool_notify_prio(prio);
 }

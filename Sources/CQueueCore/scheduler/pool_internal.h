@@ -69,6 +69,14 @@ enum {
 #define CQ__LANE(prio) (CQ__PRIO_COUNT + (prio))
 #define CQ__INJECT_COUNT (2 * CQ__PRIO_COUNT)
 
+/* The inject queue where item `it` of priority `prio` waits when it goes to one: a serial
+ * queue's drain in its priority's lane, background ones excepted (their threads run at nice
+ * 19, the lane's at the pool's); anything else in its priority's queue. */
+CQ_INLINE unsigned cq__inject_slot(const struct cq__item *it, unsigned prio)
+{
+    return (it->flags & CQ__ITEM_OVERCOMMIT) && prio != CQ__PRIO_BACKGROUND ? CQ__LANE(prio) : prio;
+}
+
 /*
  * Bands: sets of procs whose threads run some of the priorities.
  *   NORMAL      `workers` procs; high, default and low work, in that order.
