@@ -35,6 +35,25 @@ static inline bool inject_maybe(unsigned prio)
            cq__inject_maybe_work(&P.inject[prio]);
 }
 
+/* Items that came from outside our ring of `prio` were just pushed to it (see foreign_end). */
+static inline void foreign_pushed(struct cq__proc *p, unsigned prio)
+{
+    p->foreign_end[prio] = cq__load(&p->rq[prio].tail, relaxed); /* our own store */
+}
+
+/* Whether our ring of `prio` holds only items our own tasks pushed since the last that came
+ * from outside it (the head, which only moves on, has passed them). */
+static inline bool ring_all_own(struct cq__proc *p, unsigned prio)
+{
+    /* relaxed: the owner's own pops move `real`; a thief's claim only moves it further on */
+    uint32_t real = (uint32_t)cq__load(&p->rq[prio].head, relaxed);
+    if ((int32_t)(real - p->foreign_end[prio]) < 0) {
+        return false;
+    }
+    p->foreign_end[prio] = real; /* kept near the head, so the difference never wraps */
+    return true;
+}
+
 /* Takes up to `max` items of priority `prio` from outside the pool (the rest into `rq`): the
  * overcommit lane's first. A serial queue's drain stands for the queue's whole backlog, and
  * the lane's threads take it only after workers stuck for milliseconds (overcommit.c). */
@@ -64,8 +83,9 @@ static void spill(struct cq__proc *p, unsigned prio, struct cq__item *it)
  * A full ring spills (above): its items wait in the inject queue in the order they were pushed,
  * behind them the new item and the rest of the running item's burst. So what a worker's ring
  * holds is older than what its tasks sent to the inject queue: a worker puts an item of the
- * inject queue behind its ring (inject_take_levels), thieves and new threads take the inject
- * queue's oldest items, and each finds the oldest work there is. Before, the ring's older half
+ * inject queue behind what its ring took from outside (inject_take_levels), thieves and new
+ * threads take the inject queue's oldest items, and each finds the oldest work there is.
+ * Before, the ring's older half
  * went to the inject queue and its newer half stayed, and the new item went alone to the inject
  * queue, ahead of the ring, while a thief copied from it: 2,000 tasks that each wait for the
  * one submitted before them, submitted from a task, then left an old task behind newer ones
@@ -335,7 +355,11 @@ static struct cq__item *inject_take(struct cq__proc *p, unsigned prio)
     if (max > room) {
         max = room > 0 ? room : 1;
     }
-    return inject_take_prio(prio, rq, max);
+    struct cq__item *it = inject_take_prio(prio, rq, max);
+    if (it) {
+        foreign_pushed(p, prio);
+    }
+    return it;
 }
 
 /* Our queues ran dry: the batch being timed is done; its time per item sizes the next one. */
@@ -373,27 +397,46 @@ static struct cq__item *inject_take_main(struct cq__proc *p, unsigned main)
 }
 
 /* The inject queues' turn (every CQ__INJECT_INTERVAL items, so that a worker whose tasks keep
- * filling its own ring still serves them): an item of the highest level that has one. Where
- * our ring of that level holds items, they came before it (a batch from the same queue, or
- * work our tasks made runnable earlier), so it goes behind them, and the caller runs its ring
- * as usual. Run first, it overtook them: tasks that each wait for the ones submitted before
- * them then waited for items in the ring of the worker they held, and every thread the monitor
- * added for the waits took newer items (2,000 such tasks: a hang at the thread limit;
- * libdispatch, which starts them in order, 0.01 s). */
+ * filling its own ring still serves them; and at the monitor's turns, see monitor.c,
+ * inject_turns): an item of the highest level that has one.
+ *
+ * Where our ring of that level holds items that came from outside it (a batch from the inject
+ * queue, a steal), they came before the item, so it goes behind them, and the caller runs its
+ * ring as usual. Run first, it overtook them: tasks that each wait for the ones submitted
+ * before them then waited for items in the ring of the worker they held, and every thread the
+ * monitor added for the waits took newer items (2,000 such tasks: a hang at the thread limit;
+ * libdispatch, which starts them in order, 0.01 s).
+ *
+ * Where the ring holds only what our own tasks pushed since (ring_all_own), and no ring of a
+ * higher level holds work, the item runs now: it waited in the inject queue while those tasks
+ * ran, and they keep pushing more. Put behind them, work from outside the pool waited for
+ * everything the worker's ring held at its turn: tasks that each queue the next one (1 ms of
+ * CPU, 8 on 2 CPUs) kept work from the main thread waiting 4.9 ms at the median (cq-bench
+ * outside_p50; libdispatch's one shared queue, in order: 3.3 ms). The ring's items wait for one
+ * more item, once per turn. */
 static struct cq__item *inject_take_levels(struct cq__proc *p)
 {
+    bool higher_waits = false; /* a ring of a higher level holds work */
     for (unsigned prio = 0; prio < CQ__PRIO_COUNT; prio++) {
-        if (!(p->levels & CQ__LEVEL(prio)) || !inject_maybe(prio)) {
+        if (!(p->levels & CQ__LEVEL(prio))) {
             continue;
         }
-        if (cq__runq_is_empty(&p->rq[prio])) {
-            return inject_take(p, prio);
+        bool empty = cq__runq_is_empty(&p->rq[prio]);
+        if (inject_maybe(prio)) {
+            if (empty) {
+                return inject_take(p, prio);
+            }
+            struct cq__item *it = inject_take_prio(prio, NULL, 1);
+            if (it) {
+                if (!higher_waits && ring_all_own(p, prio)) {
+                    return it;
+                }
+                cq__pool_ring_push(p, it);
+                foreign_pushed(p, prio);
+                return NULL;
+            }
         }
-        struct cq__item *it = inject_take_prio(prio, NULL, 1);
-        if (it) {
-            cq__pool_ring_push(p, it);
-            return NULL;
-        }
+        higher_waits |= !empty;
     }
     return NULL;
 }
@@ -446,6 +489,9 @@ static struct cq__item *steal_level(struct cq__proc *p, unsigned prio)
             continue;
         }
         struct cq__item *it = cq__runq_steal_oldest_into(&v->rq[prio], &p->rq[prio]);
+        if (it) {
+            foreign_pushed(p, prio);
+        }
         if (it == NULL && (v->lifo_levels & CQ__LEVEL(prio)) &&
             (v->lifo_levels & ~p->levels) == 0) {
             it = steal_lifo(p, v);

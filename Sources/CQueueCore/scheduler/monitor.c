@@ -484,8 +484,9 @@ static uint32_t tick_band(unsigned band, bool *could_not_add, uint32_t *kept)
  * waiting 40-44 ms at the median and 214-253 ms at worst (libdispatch, one shared queue: 7-10
  * and 12 ms; cq-bench outside_p50 gave 3.6 s, libdispatch 3.6 ms). So a tick that finds an
  * inject queue with items bumps P.inject_turn, and every worker takes the inject queues' turn
- * at its next item: such work waits about a millisecond plus what is in the worker's ring
- * ahead of it (5.4 ms; the item goes behind the ring, see find.c, inject_take_levels).
+ * at its next item: such work waits about a millisecond (0.86 ms at the median; it went behind
+ * the ring's items, 4.9 ms, until it ran first where the ring holds only the worker's own
+ * pushes, see find.c, inject_take_levels).
  * (Bumping only for items seen at two ticks in a row made no difference.)
  */
 static void inject_turns(void)

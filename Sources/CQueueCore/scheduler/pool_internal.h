@@ -155,6 +155,11 @@ struct cq__proc {
                                   "Inject batches" in find.c) */
     uint32_t batch_items;      /* items of the batch being timed, taken at batch_since */
     uint64_t batch_since;      /* 0 when no batch is being timed */
+    /* Per ring: its tail just after the last items that came from outside it (an inject batch,
+     * a steal, an inject item put behind it). Once the ring's head has passed it, the ring
+     * holds only what our own tasks pushed since: an inject item taken at a turn may run
+     * before them (find.c, inject_take_levels). */
+    uint32_t foreign_end[CQ__PRIO_COUNT];
     uint64_t rng;
     struct cq__proc *lifo_victim; /* LIFO-steal bookkeeping of this proc as a thief */
     uint32_t lifo_victim_started;
