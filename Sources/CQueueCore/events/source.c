@@ -90,7 +90,7 @@ CQ__CLASS_REGISTER(cq__source_class)
 
 void cq__source_check_slow(cq_source_t s, const char *call)
 {
-    if (s == NULL || s->obj.cls != &cq__source_class) {
+    if (!cq__object_is(s, &cq__source_class)) {
         cq__object_check(s, CQ__KIND_SOURCE, call); /* aborts */
     }
     cq__crash("%s: source %p was created before the process forked; a source belongs to the "

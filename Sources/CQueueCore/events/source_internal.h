@@ -108,7 +108,7 @@ CQ_INTERNAL __attribute__((noreturn)) void cq__source_check_slow(cq_source_t s, 
 
 CQ_INLINE struct cq_source_s *cq__source_check(cq_source_t s, const char *call)
 {
-    if (cq__unlikely(s == NULL || s->obj.cls != &cq__source_class || s->fork_gen != cq__fork_gen)) {
+    if (cq__unlikely(!cq__object_is(s, &cq__source_class) || s->fork_gen != cq__fork_gen)) {
         cq__source_check_slow(s, call);
     }
     return s;

@@ -96,7 +96,7 @@ void cq__data_destructor_none(void *buffer)
 
 static inline struct cq_data_s *data_check(cq_data_t d, const char *call)
 {
-    if (cq__unlikely(d == NULL || d->obj.cls != &cq__data_class)) {
+    if (cq__unlikely(!cq__object_is(d, &cq__data_class))) {
         d = (struct cq_data_s *)cq__object_check(d, CQ__KIND_DATA, call); /* aborts */
     }
     return d;

@@ -50,7 +50,7 @@ CQ__CLASS_REGISTER(cq__io_class)
 
 static struct cq_io_s *io_check(cq_io_t ch, const char *call)
 {
-    if (cq__unlikely(ch == NULL || ch->obj.cls != &cq__io_class)) {
+    if (cq__unlikely(!cq__object_is(ch, &cq__io_class))) {
         return (struct cq_io_s *)cq__object_check(ch, CQ__KIND_IO, call); /* aborts */
     }
     return ch;

@@ -83,6 +83,16 @@ CQ_INTERNAL void cq__object_init_immortal(struct cq__object *object, const struc
 CQ_INTERNAL struct cq__object *cq__object_check(const void *object, enum cq__kind kind,
                                                 const char *call);
 
+/* Whether `p`, a pointer the application handed to a call, is an object of class `cls`. The
+ * header is read through its own type: a pointer to another kind of object, read as a queue or
+ * a group (structs aligned to 128 bytes), was a misaligned member access (UBSan stopped the
+ * misuse test's wrong-kind case wherever the other object happened not to be so aligned).
+ * Every object begins with its header. */
+CQ_INLINE bool cq__object_is(const void *p, const struct cq__class *cls)
+{
+    return p != NULL && ((const struct cq__object *)p)->cls == cls;
+}
+
 CQ_INLINE bool cq__object_is_immortal(const struct cq__object *o)
 {
     return cq__load(&o->xref, relaxed) == CQ__IMMORTAL;

@@ -120,7 +120,7 @@ cq_queue_t cq_queue_create_inactive(const char *label, cq_queue_attr_t attr)
 
 void cq__queue_check_slow(cq_queue_t q, const char *call)
 {
-    if (q == NULL || q->obj.cls != &cq__queue_class) {
+    if (!cq__object_is(q, &cq__queue_class)) {
         cq__object_check(q, CQ__KIND_QUEUE, call); /* aborts */
     }
     /* Inherited from the parent: usable if it and its target chain were idle at the fork (only

@@ -130,7 +130,7 @@ CQ_INTERNAL void cq__queue_check_slow(cq_queue_t q, const char *call);
 
 CQ_INLINE struct cq_queue_s *cq__queue_check(cq_queue_t q, const char *call)
 {
-    if (cq__unlikely(q == NULL || q->obj.cls != &cq__queue_class || q->fork_gen != cq__fork_gen)) {
+    if (cq__unlikely(!cq__object_is(q, &cq__queue_class) || q->fork_gen != cq__fork_gen)) {
         cq__queue_check_slow(q, call);
     }
     return q;

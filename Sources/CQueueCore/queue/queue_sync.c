@@ -616,7 +616,7 @@ void cq_sync_f(cq_queue_t q, void *ctx, cq_function_t fn)
 {
     /* The common case in full: an idle serial queue on a global queue, from a thread that runs
      * on no queue (so no deadlock is possible): one CAS in, the call, one CAS out. */
-    if (cq__likely(q != NULL && q->obj.cls == &cq__queue_class && fn != NULL &&
+    if (cq__likely(cq__object_is(q, &cq__queue_class) && fn != NULL &&
                    q->kind == CQ__QUEUE_SERIAL && cq__tls.frame == NULL &&
                    q->fork_gen == cq__fork_gen) &&
         cq__queue_try_lock(q)) {

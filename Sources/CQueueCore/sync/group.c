@@ -50,7 +50,7 @@ CQ__CLASS_REGISTER(cq__group_class)
 
 static inline struct cq_group_s *group_check(cq_group_t g, const char *call)
 {
-    if (cq__unlikely(g == NULL || g->obj.cls != &cq__group_class)) {
+    if (cq__unlikely(!cq__object_is(g, &cq__group_class))) {
         cq__object_check(g, CQ__KIND_GROUP, call);
     }
     return g;

@@ -55,7 +55,7 @@ CQ__CLASS_REGISTER(cq__semaphore_class)
 
 static inline struct cq_semaphore_s *sema_check(cq_semaphore_t s, const char *call)
 {
-    if (cq__unlikely(s == NULL || s->obj.cls != &cq__semaphore_class)) {
+    if (cq__unlikely(!cq__object_is(s, &cq__semaphore_class))) {
         /* (aborts; taking s back from it spares the fast paths a saved register) */
         s = (struct cq_semaphore_s *)cq__object_check(s, CQ__KIND_SEMAPHORE, call);
     }
