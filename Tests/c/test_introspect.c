@@ -136,10 +136,12 @@ static void look_from_task(void *ctx)
 {
     struct tid_look *l = ctx;
     /* Give the other workers the chance to park first (the state the defect showed in): until
-     * one more park is counted, or a while has passed. Not a condition of the test: it only
-     * makes the parked case likelier. */
+     * one more park is counted, or 50 ms have passed. Not a condition of the test: it only
+     * makes the parked case likelier. (Bounded in yields, 100,000 of them, it took over the
+     * test's 60 s patience beside eight CPU hogs: each yield gave a hog its slice.) */
     uint64_t parks = parks_so_far();
-    for (int i = 0; i < 100000 && parks_so_far() == parks; i++) {
+    uint64_t until = cq_test_now_ns() + 50 * 1000000ull;
+    while (parks_so_far() == parks && cq_test_now_ns() < until) {
         sched_yield();
     }
     l->s = look();
