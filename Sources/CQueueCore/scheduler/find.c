@@ -85,13 +85,13 @@ static void spill(struct cq__proc *p, unsigned prio, struct cq__item *it)
  * holds is older than what its tasks sent to the inject queue: a worker puts an item of the
  * inject queue behind what its ring took from outside (inject_take_levels), thieves and new
  * threads take the inject queue's oldest items, and each finds the oldest work there is.
- * Before, the ring's older half
- * went to the inject queue and its newer half stayed, and the new item went alone to the inject
- * queue, ahead of the ring, while a thief copied from it: 2,000 tasks that each wait for the
- * one submitted before them, submitted from a task, then left an old task behind newer ones
- * (behind the ring's 200 newest, which the worker put ahead of the inject queue's; or in the
- * inject queue behind the new item, which came out first in a batch). The worker and every
- * thread the monitor added ran and waited in newer tasks (compat_queue's turns, 1 run in 40).
+ * Before, the ring's older half went to the inject queue and its newer half stayed, and the new
+ * item went alone to the inject queue, ahead of the ring, while a thief copied from it: 2,000
+ * tasks that each wait for the one submitted before them, submitted from a task, then left an
+ * old task behind newer ones (behind the ring's 200 newest, which the worker put ahead of the
+ * inject queue's; or in the inject queue behind the new item, which came out first in a batch).
+ * The worker and every thread the monitor added ran and waited in newer tasks (compat_queue's
+ * turns, 1 run in 40).
  */
 void cq__pool_ring_push(struct cq__proc *p, struct cq__item *it)
 {
